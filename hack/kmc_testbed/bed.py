@@ -1,0 +1,630 @@
+"""The running test bed: which clusters exist, which processes serve them, and bringing them up.
+
+Everything the bed knows is in `.testbed/state.json`: the clusters (name, role, labels), the
+ports chosen for them on first start (kept, so kubeconfigs and Location secrets stay valid
+across `stop`/`start`) and the pid of every process. Command lines are derived from that state,
+so `start NAME` brings a component back exactly as it was, with its data (all of it in etcd).
+
+Processes run in their own session and outlive the command that started them; a pid counts
+as ours only while /proc says it runs the binary we started (pids get reused).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kmc_testbed import build, config, kubeconfig, pki
+from kmc_testbed.apiclient import Client
+
+Log = Callable[[str], None]
+
+HUB = "hub"
+DEFAULT_CHILDREN: dict[str, dict[str, str]] = {
+    "us-east": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-east-1"},
+    "us-west": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-west-1"},
+    "eu-west": {"topology.kubernetes.io/region": "eu", "topology.kubernetes.io/zone": "eu-west-1"},
+}
+NODES_PER_CHILD = 3
+NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+# Workload controllers the hub must not run: hub workloads are placed, never run, there.
+HUB_DISABLED_CONTROLLERS = (
+    "deployment-controller",
+    "replicaset-controller",
+    "statefulset-controller",
+    "daemonset-controller",
+    "job-controller",
+    "cronjob-controller",
+)
+CHILD_KINDS = ("apiserver", "controller-manager", "scheduler", "kwok")
+HUB_KINDS = ("apiserver", "controller-manager")
+RESERVED_NAMES = {"etcd", "kmc-apiserver", "all"}
+NAME_RE = re.compile(r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$")
+
+
+class BedError(Exception):
+    """Something the person at the keyboard must fix; the message says what, in one line."""
+
+
+@dataclass
+class Cluster:
+    name: str
+    role: str  # "hub" or "child"
+    labels: dict[str, str]
+    ports: dict[str, int]
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return HUB_KINDS if self.role == HUB else CHILD_KINDS
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    @property
+    def folder(self) -> Path:
+        return config.state_dir() / self.name
+
+
+@dataclass
+class State:
+    etcd_ports: dict[str, int]
+    clusters: list[Cluster]
+    pids: dict[str, int] = field(default_factory=dict)
+
+    def cluster(self, name: str) -> Cluster:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        known = ", ".join(c.name for c in self.clusters)
+        raise BedError(f"no cluster named {name!r} in the test bed (it has: {known})")
+
+    def components(self) -> list[tuple[str, Cluster | None, str]]:
+        """(component name, its cluster, its kind) for every process of the bed, in start order."""
+        out: list[tuple[str, Cluster | None, str]] = [("etcd", None, "etcd")]
+        for kind in CHILD_KINDS:
+            out += [(f"{c.name}-{kind}", c, kind) for c in self.clusters if kind in c.kinds]
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# state on disk
+
+
+def _state_file() -> Path:
+    return config.state_dir() / "state.json"
+
+
+def load() -> State | None:
+    try:
+        raw = json.loads(_state_file().read_text())
+    except FileNotFoundError:
+        return None
+    return State(
+        etcd_ports=raw["etcd_ports"],
+        clusters=[Cluster(**c) for c in raw["clusters"]],
+        pids=raw.get("pids", {}),
+    )
+
+
+def save(state: State) -> None:
+    path = _state_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state), indent=2))
+    tmp.replace(path)
+
+
+@contextlib.contextmanager
+def locked() -> Iterator[None]:
+    """One mutating test-bed command at a time (a test run and a person may both call `up`)."""
+    config.state_dir().mkdir(parents=True, exist_ok=True)
+    with (config.state_dir() / "lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def new_cluster(name: str, role: str, labels: dict[str, str]) -> Cluster:
+    kinds = HUB_KINDS if role == HUB else CHILD_KINDS
+    return Cluster(name, role, dict(labels), dict(zip(kinds, free_ports(len(kinds)), strict=True)))
+
+
+def initial_state() -> State:
+    client, peer = free_ports(2)
+    clusters = [new_cluster(HUB, HUB, {})]
+    clusters += [new_cluster(n, "child", labels) for n, labels in DEFAULT_CHILDREN.items()]
+    return State({"client": client, "peer": peer}, clusters)
+
+
+# ---------------------------------------------------------------------------------------
+# files: certificates and kubeconfigs
+
+
+def admin_client(cluster: Cluster) -> Client:
+    pki_dir = cluster.folder / "pki"
+    return Client(
+        "127.0.0.1",
+        cluster.ports["apiserver"],
+        pki_dir / "ca.crt",
+        pki_dir / "admin.crt",
+        pki_dir / "admin.key",
+    )
+
+
+def write_files(state: State) -> None:
+    """Certificates (kept when present) and every kubeconfig (rewritten: ports may be new)."""
+    entries = []
+    for cluster in state.clusters:
+        p = cluster.folder / "pki"
+        ca = pki.ensure_ca(p, "ca", f"kmc-testbed-{cluster.name}-ca")
+        pki.ensure_cert(
+            p,
+            "apiserver",
+            ca,
+            "kube-apiserver",
+            hosts=(
+                "127.0.0.1",
+                "localhost",
+                "::1",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "10.0.0.1",
+            ),
+        )
+        admin = pki.ensure_cert(p, "admin", ca, "kmc-testbed-admin", ("system:masters",))
+        pki.ensure_key(p / "sa.key")
+        for component in ("controller-manager", "scheduler", "kwok"):
+            if component in cluster.kinds:
+                cert = pki.ensure_cert(
+                    p, component, ca, f"system:kube-{component}", ("system:masters",)
+                )
+                kubeconfig.write(
+                    cluster.folder / f"{component}.kubeconfig",
+                    [kubeconfig.entry(cluster.name, cluster.server, ca.cert, cert.cert, cert.key)],
+                    cluster.name,
+                )
+        if cluster.role == HUB:
+            fp = pki.ensure_ca(p, "front-proxy-ca", "kmc-testbed-front-proxy-ca")
+            pki.ensure_cert(p, "front-proxy-client", fp, "front-proxy-client")
+        entries.append(
+            kubeconfig.entry(cluster.name, cluster.server, ca.cert, admin.cert, admin.key)
+        )
+    kubeconfig.write(config.kubeconfig_path(), entries, HUB)
+
+
+# ---------------------------------------------------------------------------------------
+# command lines
+
+
+def command(state: State, cluster: Cluster | None, kind: str) -> list[str]:
+    if kind == "etcd":
+        return _etcd_command(state)
+    assert cluster is not None
+    port = cluster.ports[kind]
+    p = cluster.folder / "pki"
+    kubeconf = cluster.folder / f"{kind}.kubeconfig"
+    delegated = [
+        f"--kubeconfig={kubeconf}",
+        f"--authentication-kubeconfig={kubeconf}",
+        f"--authorization-kubeconfig={kubeconf}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={cluster.folder / kind}",
+        "--leader-elect=false",
+    ]
+    if kind == "apiserver":
+        return _apiserver_command(state, cluster)
+    if kind == "controller-manager":
+        controllers = "*"
+        if cluster.role == HUB:
+            controllers = ",".join(["*", *(f"-{c}" for c in HUB_DISABLED_CONTROLLERS)])
+        return [
+            str(build.binary("kube-controller-manager")),
+            *delegated,
+            f"--controllers={controllers}",
+            f"--root-ca-file={p / 'ca.crt'}",
+            f"--service-account-private-key-file={p / 'sa.key'}",
+            "--use-service-account-credentials=false",
+            "--kube-api-qps=100",
+            "--kube-api-burst=200",
+        ]
+    if kind == "scheduler":
+        return [str(build.binary("kube-scheduler")), *delegated]
+    if kind == "kwok":
+        return [
+            str(build.binary("kwok")),
+            f"--kubeconfig={kubeconf}",
+            f"--config={build.binary('kwok-stages.yaml')}",
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            "--node-lease-duration-seconds=40",
+            f"--server-address=127.0.0.1:{port}",
+        ]
+    raise ValueError(kind)
+
+
+def _etcd_command(state: State) -> list[str]:
+    client = f"http://127.0.0.1:{state.etcd_ports['client']}"
+    peer = f"http://127.0.0.1:{state.etcd_ports['peer']}"
+    return [
+        str(build.binary("etcd")),
+        "--name=testbed",
+        f"--data-dir={config.state_dir() / 'etcd'}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=testbed={peer}",
+        # A throwaway bed: no fsync keeps four apiservers' writes cheap on a small disk.
+        "--unsafe-no-fsync",
+        "--quota-backend-bytes=4294967296",
+        "--auto-compaction-mode=periodic",
+        "--auto-compaction-retention=5m",
+        "--log-level=warn",
+    ]
+
+
+def _apiserver_command(state: State, cluster: Cluster) -> list[str]:
+    p = cluster.folder / "pki"
+    cmd = [
+        str(build.binary("kube-apiserver")),
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={cluster.ports['apiserver']}",
+        f"--tls-cert-file={p / 'apiserver.crt'}",
+        f"--tls-private-key-file={p / 'apiserver.key'}",
+        f"--client-ca-file={p / 'ca.crt'}",
+        f"--etcd-servers=http://127.0.0.1:{state.etcd_ports['client']}",
+        f"--etcd-prefix=/{cluster.name}/registry",
+        "--service-cluster-ip-range=10.0.0.0/24",
+        "--authorization-mode=Node,RBAC",
+        f"--service-account-issuer=https://{cluster.name}.testbed.kmc.dev",
+        f"--service-account-key-file={p / 'sa.pub'}",
+        f"--service-account-signing-key-file={p / 'sa.key'}",
+        # Nothing can reach 127.0.0.1 through a Service here; do not publish it as an endpoint.
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        "--profiling=false",
+    ]
+    if cluster.role == HUB:
+        cmd += [
+            f"--requestheader-client-ca-file={p / 'front-proxy-ca.crt'}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={p / 'front-proxy-client.crt'}",
+            f"--proxy-client-key-file={p / 'front-proxy-client.key'}",
+            # Off, so an APIService may point at an ExternalName Service for localhost.
+            "--enable-aggregator-routing=false",
+        ]
+    return cmd
+
+
+# ---------------------------------------------------------------------------------------
+# processes
+
+
+def alive(state: State, component: str) -> bool:
+    pid = state.pids.get(component)
+    return pid is not None and _runs(pid, _binary_of(state, component))
+
+
+def _binary_of(state: State, component: str) -> str:
+    for name, cluster, kind in state.components():
+        if name == component:
+            return command(state, cluster, kind)[0]
+    raise BedError(f"unknown component {component!r}")
+
+
+def _runs(pid: int, binary: str) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+        return False
+    return cmdline[0].decode(errors="replace") == binary
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _ports_of(state: State, cluster: Cluster | None, kind: str) -> list[int]:
+    if kind == "etcd":
+        return [state.etcd_ports["client"], state.etcd_ports["peer"]]
+    assert cluster is not None
+    return [cluster.ports[kind]]
+
+
+def log_path(component: str) -> Path:
+    return config.state_dir() / "logs" / f"{component}.log"
+
+
+def spawn(state: State, component: str, cluster: Cluster | None, kind: str) -> None:
+    for port in _ports_of(state, cluster, kind):
+        if _port_in_use(port):
+            raise BedError(
+                f"port {port} for {component} is taken by another process; free it, or run "
+                "`hack/testbed down` and `up` again to pick new ports"
+            )
+    log = log_path(component)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        out.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} starting {component}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(
+            command(state, cluster, kind),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=config.state_dir(),
+        )
+    state.pids[component] = proc.pid
+    save(state)
+
+
+def kill(state: State, component: str, sig: signal.Signals, grace: float = 10.0) -> None:
+    """Signal a component's process group and wait until it is gone."""
+    pid = state.pids.get(component)
+    if pid is None or not alive(state, component):
+        state.pids.pop(component, None)
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)
+    deadline = time.monotonic() + grace
+    while alive(state, component):
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            deadline = time.monotonic() + grace
+        time.sleep(0.05)
+    state.pids.pop(component, None)
+    save(state)
+
+
+# ---------------------------------------------------------------------------------------
+# bringing things up
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float, component: str | None) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            hint = ""
+            if component is not None:
+                hint = f"; last log line: {_last_log_line(component)} (see {log_path(component)})"
+            raise BedError(f"{what} not ready after {timeout:.0f}s{hint}")
+        time.sleep(0.2)
+
+
+def _last_log_line(component: str) -> str:
+    try:
+        lines = log_path(component).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "no log"
+    return lines[-1][:300] if lines else "empty log"
+
+
+def _ready_check(state: State, cluster: Cluster | None, kind: str) -> Callable[[], bool]:
+    if kind == "etcd":
+
+        def etcd_healthy() -> bool:
+            import urllib.request
+
+            url = f"http://127.0.0.1:{state.etcd_ports['client']}/health"
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    return bool(json.load(resp).get("health") == "true")
+            except OSError:
+                return False
+
+        return etcd_healthy
+    assert cluster is not None
+    if kind == "apiserver":
+        return lambda: admin_client(cluster).ok("/readyz")
+    port = cluster.ports[kind]
+    return lambda: _port_in_use(port)
+
+
+def ensure_running(state: State, names: list[str], log: Log) -> None:
+    """Start whichever of these components is not running, then wait until each serves."""
+    started = []
+    for name, cluster, kind in state.components():
+        if name in names and not alive(state, name):
+            log(f"starting {name}")
+            spawn(state, name, cluster, kind)
+            started.append((name, cluster, kind))
+    for name, cluster, kind in started:
+        timeout = 120.0 if kind == "apiserver" else 60.0
+        wait_for(name, _ready_check(state, cluster, kind), timeout, name)
+
+
+def up(log: Log, extra: Cluster | None = None) -> State:
+    build.ensure_built(log)
+    state = load() or initial_state()
+    if extra is not None:
+        state.clusters.append(extra)
+    save(state)
+    write_files(state)
+    # In waves: storage, then the apiservers (all at once), then what talks to them.
+    for wave in ({"etcd"}, {"apiserver"}, {"controller-manager", "scheduler", "kwok"}):
+        ensure_running(state, [n for n, _, kind in state.components() if kind in wave], log)
+    for cluster in state.clusters:
+        if cluster.role != HUB:
+            ensure_nodes(cluster)
+    for cluster in state.clusters:
+        wait_for(
+            f"{cluster.name} cluster",
+            functools.partial(cluster_ready, cluster),
+            120.0,
+            f"{cluster.name}-controller-manager",
+        )
+    return state
+
+
+def ensure_nodes(cluster: Cluster) -> None:
+    """Fake nodes of known capacity, managed by this child's kwok."""
+    client = admin_client(cluster)
+    for i in range(1, NODES_PER_CHILD + 1):
+        name = f"{cluster.name}-node-{i}"
+        if client.request("GET", f"/api/v1/nodes/{name}").status == 200:
+            continue
+        labels = {
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "type": "kwok",
+            **{k: v for k, v in cluster.labels.items() if k.startswith("topology.kubernetes.io/")},
+        }
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": labels,
+                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            },
+            "status": {
+                "capacity": NODE_CAPACITY,
+                "allocatable": NODE_CAPACITY,
+                "nodeInfo": {
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                    "kubeletVersion": "fake",
+                    "kubeProxyVersion": "fake",
+                },
+            },
+        }
+        resp = client.request("POST", "/api/v1/nodes", node)
+        if resp.status not in (201, 409):
+            raise BedError(f"cannot create node {name} in {cluster.name}: {resp.body[:300]!r}")
+
+
+def node_summary(cluster: Cluster) -> tuple[int, int]:
+    """(nodes, Ready nodes) of a cluster."""
+    resp = admin_client(cluster).request("GET", "/api/v1/nodes")
+    if resp.status != 200:
+        return (0, 0)
+    items: list[dict[str, Any]] = resp.json()["items"]
+    ready = sum(
+        1
+        for n in items
+        for c in n.get("status", {}).get("conditions", [])
+        if c["type"] == "Ready" and c["status"] == "True"
+    )
+    return (len(items), ready)
+
+
+def cluster_ready(cluster: Cluster) -> bool:
+    """Pods can be made: the default ServiceAccount exists and (children) every node is Ready."""
+    client = admin_client(cluster)
+    try:
+        if (
+            client.request("GET", "/api/v1/namespaces/default/serviceaccounts/default").status
+            != 200
+        ):
+            return False
+        if cluster.role == HUB:
+            return True
+        nodes, ready = node_summary(cluster)
+        return nodes >= NODES_PER_CHILD and ready == nodes
+    except OSError:
+        return False
+
+
+def server_version(cluster: Cluster) -> str:
+    try:
+        resp = admin_client(cluster).request("GET", "/version", timeout=2.0)
+    except OSError:
+        return "-"
+    return str(resp.json().get("gitVersion", "-")) if resp.status == 200 else "-"
+
+
+def down(log: Log) -> None:
+    state = load()
+    if state is not None:
+        for name, _, _ in reversed(state.components()):
+            if alive(state, name):
+                log(f"stopping {name}")
+            kill(state, name, signal.SIGTERM)
+    _remove_everything_but_logs()
+
+
+def _remove_everything_but_logs() -> None:
+    import shutil
+
+    root = config.state_dir()
+    if not root.exists():
+        return
+    for entry in root.iterdir():
+        if entry.name in ("logs", "lock"):
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def resolve(state: State, name: str) -> str:
+    """A user's NAME for stop/start: a component, or a cluster (meaning its apiserver)."""
+    components = [n for n, _, _ in state.components()]
+    if name in components:
+        return name
+    if any(c.name == name for c in state.clusters):
+        return f"{name}-apiserver"
+    raise BedError(
+        f"no component or cluster named {name!r}; try one of: "
+        + ", ".join(["etcd", *(c.name for c in state.clusters)])
+        + " (or `hack/testbed status` for every component)"
+    )
+
+
+def validate_new_name(state: State | None, name: str) -> None:
+    if not NAME_RE.match(name) or name in RESERVED_NAMES or name == HUB:
+        raise BedError(
+            f"{name!r} cannot name a cluster: use lowercase letters, digits and '-', "
+            "start with a letter, at most 32 characters, not etcd/hub/kmc-apiserver"
+        )
+    if state is not None and any(c.name == name for c in state.clusters):
+        raise BedError(f"cluster {name!r} is already in the test bed")
+
+
+def parse_labels(text: str) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BedError(f"--labels takes k=v pairs separated by commas; {item!r} is not one")
+        labels[key.strip()] = value.strip()
+    return labels

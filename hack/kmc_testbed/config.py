@@ -1,0 +1,27 @@
+"""Pinned versions and where things live: one place to bump a version or move a folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+KUBERNETES_VERSION = "v1.34.4"
+ETCD_VERSION = "v3.6.16"
+KWOK_VERSION = "v0.8.0"
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def state_dir() -> Path:
+    """The running test bed's folder: certificates, kubeconfigs, etcd data, logs."""
+    return Path(os.environ.get("KMC_TESTBED_DIR", REPO_ROOT / ".testbed")).resolve()
+
+
+def cache_dir() -> Path:
+    """Built binaries, kept outside the repo and reused across clones."""
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kubectl-mc"
+    return Path(os.environ.get("KMC_CACHE_DIR", default)).resolve()
+
+
+def kubeconfig_path() -> Path:
+    return state_dir() / "kubeconfig"

@@ -1,0 +1,144 @@
+"""Smoke tests of the test bed itself: every later e2e test trusts what these show.
+
+Real kube-apiservers, real controllers and scheduler, kwok nodes; driven with the real kubectl.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kmc_testbed import bed, config
+
+from .conftest import CHILDREN, Kubectl, run_testbed
+
+
+def deployment(name: str, replicas: int) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": "registry.example/web:1",
+                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def test_each_child_runs_a_deployment_on_kwok_nodes(
+    kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    for child in CHILDREN:
+        kubectl[child].apply(deployment("web", 3), namespace)
+    for child in CHILDREN:
+        k = kubectl[child]
+        k.run(
+            "wait", "-n", namespace, "--for=condition=Available", "deployment/web", "--timeout=120s"
+        )
+        pods = k.json("get", "pods", "-n", namespace, "-l", "app=web")["items"]
+        assert len(pods) == 3
+        for pod in pods:
+            assert pod["status"]["phase"] == "Running", pod["status"]
+            assert pod["spec"]["nodeName"].startswith(f"{child}-node-")
+
+
+def test_nodes_are_ready_with_known_capacity_and_topology(kubectl: dict[str, Kubectl]) -> None:
+    for child in CHILDREN:
+        nodes = kubectl[child].json("get", "nodes")["items"]
+        assert len(nodes) == bed.NODES_PER_CHILD
+        labels = bed.DEFAULT_CHILDREN[child]
+        for node in nodes:
+            ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+            assert ready and ready[0]["status"] == "True"
+            assert node["status"]["allocatable"]["cpu"] == bed.NODE_CAPACITY["cpu"]
+            for key, value in labels.items():
+                assert node["metadata"]["labels"][key] == value
+
+
+def test_hub_runs_no_workload_controllers(kubectl: dict[str, Kubectl], namespace: str) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 2), namespace)
+    # The hub's controller-manager is alive (it makes the namespace's default ServiceAccount)…
+    deadline = time.monotonic() + 60
+    while hub.run("get", "sa", "default", "-n", namespace, check=False).returncode != 0:
+        assert time.monotonic() < deadline, "the hub's controller-manager is not running"
+        time.sleep(0.5)
+    time.sleep(3)
+    # …yet the Deployment got no ReplicaSet, no pods and no status from it.
+    assert hub.json("get", "replicasets", "-n", namespace)["items"] == []
+    assert hub.json("get", "pods", "-n", namespace)["items"] == []
+    status = hub.json("get", "deployment", "web", "-n", namespace).get("status", {})
+    assert "observedGeneration" not in status
+
+
+def test_hub_reports_a_stamped_version(kubectl: dict[str, Kubectl]) -> None:
+    version = kubectl["hub"].json("version")["serverVersion"]
+    assert version["gitVersion"] == config.KUBERNETES_VERSION
+    assert version["gitTreeState"] == "clean"
+
+
+def test_hub_is_ready_for_aggregated_apiservers(kubectl: dict[str, Kubectl]) -> None:
+    cm = kubectl["hub"].json(
+        "get", "configmap", "-n", "kube-system", "extension-apiserver-authentication"
+    )
+    data = cm["data"]
+    assert "BEGIN CERTIFICATE" in data["requestheader-client-ca-file"]
+    assert data["requestheader-allowed-names"] == '["front-proxy-client"]'
+    assert data["requestheader-username-headers"] == '["X-Remote-User"]'
+
+
+def test_stop_and_start_a_child_keeps_its_objects(
+    kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    k = kubectl["us-west"]
+    k.run("create", "configmap", "survivor", "-n", namespace, "--from-literal=k=v")
+    run_testbed("stop", "us-west")
+    try:
+        down = k.run(
+            "get", "configmap", "survivor", "-n", namespace, "--request-timeout=5s", check=False
+        )
+        assert down.returncode != 0
+        assert "was refused" in down.stderr, down.stderr
+        # The other children do not notice.
+        kubectl["eu-west"].run("get", "namespace", namespace)
+    finally:
+        run_testbed("start", "us-west")
+    cm = k.json("get", "configmap", "survivor", "-n", namespace)
+    assert cm["data"] == {"k": "v"}
+
+
+def test_up_twice_is_harmless() -> None:
+    before = bed.load()
+    assert before is not None
+    run_testbed("up")
+    after = bed.load()
+    assert after is not None
+    assert after.pids == before.pids
+    assert [c.ports for c in after.clusters] == [c.ports for c in before.clusters]
+
+
+def test_bad_arguments_get_one_line_errors(testbed_up: bed.State) -> None:
+    for args, expected in [
+        (("stop", "nowhere"), "no component or cluster named 'nowhere'"),
+        (("start", "nowhere"), "no component or cluster named 'nowhere'"),
+        (("add", "us-east"), "cluster 'us-east' is already in the test bed"),
+        (("add", "Bad_Name"), "cannot name a cluster"),
+        (("add", "ap-south", "--labels", "novalue"), "--labels takes k=v pairs"),
+    ]:
+        proc = run_testbed(*args, check=False)
+        assert proc.returncode == 1, (args, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0], (args, proc.stderr)
