@@ -11,16 +11,19 @@ as ours only while /proc says it runs the binary we started (pids get reused).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
 import functools
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -345,13 +348,19 @@ def _binary_of(state: State, component: str) -> str:
 
 def _runs(pid: int, binary: str) -> bool:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+    return pid_running(pid) and cmdline[0].decode(errors="replace") == binary
+
+
+def pid_running(pid: int) -> bool:
+    """True for a live process; a zombie (dead, not yet reaped) is not running."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    return cmdline[0].decode(errors="replace") == binary
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def _port_in_use(port: int) -> bool:
@@ -371,12 +380,6 @@ def log_path(component: str) -> Path:
 
 
 def spawn(state: State, component: str, cluster: Cluster | None, kind: str) -> None:
-    for port in _ports_of(state, cluster, kind):
-        if _port_in_use(port):
-            raise BedError(
-                f"port {port} for {component} is taken by another process; free it, or run "
-                "`hack/testbed down` and `up` again to pick new ports"
-            )
     log = log_path(component)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
@@ -440,8 +443,6 @@ def _ready_check(state: State, cluster: Cluster | None, kind: str) -> Callable[[
     if kind == "etcd":
 
         def etcd_healthy() -> bool:
-            import urllib.request
-
             url = f"http://127.0.0.1:{state.etcd_ports['client']}/health"
             try:
                 with urllib.request.urlopen(url, timeout=2) as resp:
@@ -462,6 +463,12 @@ def ensure_running(state: State, names: list[str], log: Log) -> None:
     started = []
     for name, cluster, kind in state.components():
         if name in names and not alive(state, name):
+            for port in _ports_of(state, cluster, kind):
+                if _port_in_use(port):
+                    raise BedError(
+                        f"port {port} for {name} is taken by another process; free it, or run "
+                        "`hack/testbed down` and `up` again to pick new ports"
+                    )
             log(f"starting {name}")
             spawn(state, name, cluster, kind)
             started.append((name, cluster, kind))
@@ -581,9 +588,40 @@ def down(log: Log) -> None:
     _remove_everything_but_logs()
 
 
-def _remove_everything_but_logs() -> None:
-    import shutil
+def remove(state: State, name: str, log: Log) -> None:
+    """Stop a child, forget it, and delete its data (certificates, kubeconfig entry, etcd keys)."""
+    cluster = state.cluster(name)
+    if cluster.role == HUB:
+        raise BedError("the hub cannot be removed; `hack/testbed down` stops everything")
+    for component, owner, _ in reversed(state.components()):
+        if owner is cluster:
+            kill(state, component, signal.SIGTERM)
+    _etcd_delete_prefix(state, f"/{name}/")
+    state.clusters.remove(cluster)
+    save(state)
+    write_files(state)
+    shutil.rmtree(cluster.folder, ignore_errors=True)
+    log(f"removed {name}")
 
+
+def _etcd_delete_prefix(state: State, prefix: str) -> None:
+    """Delete every key under a prefix through etcd's JSON gateway (no etcdctl needed)."""
+    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    body = json.dumps(
+        {
+            "key": base64.b64encode(prefix.encode()).decode(),
+            "range_end": base64.b64encode(end.encode()).decode(),
+        }
+    ).encode()
+    url = f"http://127.0.0.1:{state.etcd_ports['client']}/v3/kv/deleterange"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=body), timeout=10):
+            pass
+    except OSError as err:
+        raise BedError(f"cannot delete {prefix} from etcd: {err}") from err
+
+
+def _remove_everything_but_logs() -> None:
     root = config.state_dir()
     if not root.exists():
         return

@@ -47,6 +47,11 @@ def cmd_add(args: argparse.Namespace) -> None:
     print(clusters_table(state))
 
 
+def cmd_remove(args: argparse.Namespace) -> None:
+    with bed.locked():
+        bed.remove(_loaded(), args.name, log)
+
+
 def cmd_down(_: argparse.Namespace) -> None:
     with bed.locked():
         bed.down(log)
@@ -148,6 +153,9 @@ def parser() -> argparse.ArgumentParser:
         "--labels", default="", help="k=v,… traits, e.g. topology.kubernetes.io/region=ap"
     )
     add.set_defaults(func=cmd_add)
+    remove = sub.add_parser("remove", help="stop a child cluster and delete its data")
+    remove.add_argument("name")
+    remove.set_defaults(func=cmd_remove)
     stop = sub.add_parser("stop", help="kill a component (a cluster NAME means its apiserver)")
     stop.add_argument("name")
     stop.set_defaults(func=cmd_stop)

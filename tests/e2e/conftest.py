@@ -65,14 +65,16 @@ class Kubectl:
 
 @pytest.fixture(scope="session")
 def testbed_up() -> Iterator[bed.State]:
-    state = bed.load()
-    was_up = state is not None and all(bed.alive(state, n) for n, _, _ in state.components())
+    was_up = bed.load() is not None
     run_testbed("up")
     state = bed.load()
     assert state is not None
     yield state
     if not was_up and os.environ.get("KMC_KEEP_TESTBED") != "1":
+        pids = list((bed.load() or state).pids.values())
         run_testbed("down")
+        left = [pid for pid in pids if bed.pid_running(pid)]
+        assert not left, f"hack/testbed down left processes behind: {left}"
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,17 @@ Real kube-apiservers, real controllers and scheduler, kwok nodes; driven with th
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 from kmc_testbed import bed, config
 
-from .conftest import CHILDREN, Kubectl, run_testbed
+from .conftest import CHILDREN, TESTBED, Kubectl, run_testbed
 
 
 def deployment(name: str, replicas: int) -> dict[str, Any]:
@@ -142,3 +147,61 @@ def test_bad_arguments_get_one_line_errors(testbed_up: bed.State) -> None:
         assert proc.returncode == 1, (args, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and expected in lines[0], (args, proc.stderr)
+
+
+def test_add_and_remove_a_child(kubectl: dict[str, Kubectl]) -> None:
+    name = "ap-south"
+    run_testbed("add", name, "--labels", "topology.kubernetes.io/region=ap,tier=edge")
+    try:
+        state = bed.load()
+        assert state is not None
+        assert state.cluster(name).labels == {
+            "topology.kubernetes.io/region": "ap",
+            "topology.kubernetes.io/zone": name,
+            "tier": "edge",
+        }
+        nodes = Kubectl(name).json("get", "nodes")["items"]
+        assert len(nodes) == bed.NODES_PER_CHILD
+        assert {n["metadata"]["labels"]["topology.kubernetes.io/region"] for n in nodes} == {"ap"}
+        pids = [state.pids[f"{name}-{kind}"] for kind in bed.CHILD_KINDS]
+    finally:
+        run_testbed("remove", name)
+    gone = Kubectl(name).run("get", "nodes", check=False)
+    assert gone.returncode != 0
+    assert f"context was not found for specified context: {name}" in gone.stderr
+    assert not any(bed.pid_running(pid) for pid in pids)
+    # The rest of the bed did not notice.
+    kubectl["us-east"].run("get", "nodes")
+
+
+def test_a_taken_port_is_a_one_line_error(testbed_up: bed.State) -> None:
+    component = "eu-west-scheduler"
+    run_testbed("stop", component)
+    state = bed.load()
+    assert state is not None
+    port = state.cluster("eu-west").ports["scheduler"]
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        proc = run_testbed("start", component, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        f"testbed: error: port {port} for {component} is taken by another process; free it, "
+        "or run `hack/testbed down` and `up` again to pick new ports"
+    )
+    run_testbed("start", component)
+
+
+def test_building_without_go_says_what_is_needed(tmp_path: Path) -> None:
+    go = shutil.which("go")
+    assert go is not None
+    path = os.pathsep.join(
+        d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "go").exists()
+    )
+    env = {**os.environ, "PATH": path, "KMC_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run([TESTBED, "build"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        "testbed: error: the test bed needs Go >= 1.26 on PATH and the Go module proxy to build "
+        "kube-apiserver, etcd and kwok (once; they are cached afterwards)"
+    )
