@@ -1,11 +1,71 @@
 """The `kubectl mc` command line (click). Commands import what they need when they run,
-so `kubectl mc` starts about as fast as kubectl itself."""
+so `kubectl mc` starts about as fast as kubectl itself.
+
+kubectl passes its own flags through to plugins wherever the user typed them, so the
+kubeconfig flags are accepted after the command name, as kubectl accepts them.
+"""
 
 from __future__ import annotations
+
+import atexit
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from kubectl_mc import __version__
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def hub_options(f: F) -> F:
+    """--kubeconfig/--context/--cluster/--user/--request-timeout, as kubectl has them."""
+    for option in reversed(
+        [
+            click.option("--kubeconfig", help="Path to the kubeconfig file (the hub)."),
+            click.option("--context", "context_", help="The kubeconfig context to use."),
+            click.option("--cluster", help="The kubeconfig cluster to use."),
+            click.option("--user", help="The kubeconfig user to use."),
+            click.option("--request-timeout", default="30s", help="e.g. 1s, 2m; 0 = none."),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+def fail(message: str) -> NoReturn:
+    click.echo(message, err=True)
+    sys.exit(1)
+
+
+def hub_client(
+    kubeconfig: str | None,
+    context: str | None,
+    cluster: str | None,
+    user: str | None,
+    request_timeout: str,
+) -> Any:
+    from kubectl_mc import kube
+    from kubectl_mc.kubeconfig import KubeconfigError, load, select
+
+    try:
+        config, base = load(kubeconfig)
+        selected = select(config, context, cluster, user, base=base)
+        return kube.connect(selected, timeout=_seconds(request_timeout))
+    except (KubeconfigError, kube.KubeError) as err:
+        fail(f"error: {err}")
+
+
+def _seconds(text: str) -> float:
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    for suffix in sorted(units, key=len, reverse=True):
+        if text.endswith(suffix):
+            value = float(text[: -len(suffix)]) * units[suffix]
+            break
+    else:
+        value = float(text)
+    return value or 3600.0
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -19,5 +79,68 @@ def version() -> None:
     click.echo(f"Client Version: v{__version__}")
 
 
+@cli.command()
+@click.argument("name")
+@click.option("--cluster-kubeconfig", required=True, help="kubeconfig of the cluster to join.")
+@click.option("--cluster-context", help="context in --cluster-kubeconfig (default: current).")
+@click.option("--labels", default="", help="traits as k=v,… (region, zone, cloud, …).")
+@hub_options
+def join(
+    name: str, cluster_kubeconfig: str, cluster_context: str | None, labels: str, **hub: Any
+) -> None:
+    """Make a cluster a location of the hub.
+
+    \b
+    kubectl mc join us-east --cluster-kubeconfig us-east.yaml \\
+        --labels topology.kubernetes.io/region=us
+    """
+    from kubectl_mc import join as joining
+    from kubectl_mc.kube import KubeError
+
+    parsed = {}
+    for item in filter(None, labels.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            fail(f"error: --labels takes k=v pairs separated by commas; {item!r} is not one")
+        parsed[key.strip()] = value.strip()
+    client = hub_client(**_hub_args(hub))
+    try:
+        verb = joining.join(client, name, cluster_kubeconfig, cluster_context, parsed)
+    except joining.JoinError as err:
+        fail(f"error: {err}")
+    except KubeError as err:
+        fail(str(err))
+    click.echo(f"location.kmc.dev/{name} {verb}")
+
+
+@cli.command()
+@click.argument("name")
+@hub_options
+def unjoin(name: str, **hub: Any) -> None:
+    """Stop using a cluster as a location (its Location and credentials are deleted)."""
+    from kubectl_mc import join as joining
+    from kubectl_mc.kube import KubeError
+
+    client = hub_client(**_hub_args(hub))
+    try:
+        joining.unjoin(client, name)
+    except KubeError as err:
+        fail(str(err))
+    click.echo(f"location.kmc.dev/{name} unjoined")
+
+
+def _hub_args(options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kubeconfig": options["kubeconfig"],
+        "context": options["context_"],
+        "cluster": options["cluster"],
+        "user": options["user"],
+        "request_timeout": options["request_timeout"],
+    }
+
+
 def main() -> None:
+    from kubectl_mc import kube
+
+    atexit.register(kube.cleanup)
     cli(prog_name="kubectl mc")

@@ -21,6 +21,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -29,12 +30,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kmc_testbed import build, config, kubeconfig, pki
+from apiserver import certs as pki
+from kmc_testbed import build, config, kubeconfig
 from kmc_testbed.apiclient import Client
 
 Log = Callable[[str], None]
 
 HUB = "hub"
+KMC = "kmc-apiserver"
 DEFAULT_CHILDREN: dict[str, dict[str, str]] = {
     "us-east": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-east-1"},
     "us-west": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-west-1"},
@@ -86,6 +89,7 @@ class State:
     etcd_ports: dict[str, int]
     clusters: list[Cluster]
     pids: dict[str, int] = field(default_factory=dict)
+    kmc_port: int | None = None  # set by `install`: kmc-apiserver is part of the bed
 
     def cluster(self, name: str) -> Cluster:
         for c in self.clusters:
@@ -99,6 +103,8 @@ class State:
         out: list[tuple[str, Cluster | None, str]] = [("etcd", None, "etcd")]
         for kind in CHILD_KINDS:
             out += [(f"{c.name}-{kind}", c, kind) for c in self.clusters if kind in c.kinds]
+        if self.kmc_port is not None:
+            out.append((KMC, None, KMC))
         return out
 
 
@@ -119,6 +125,7 @@ def load() -> State | None:
         etcd_ports=raw["etcd_ports"],
         clusters=[Cluster(**c) for c in raw["clusters"]],
         pids=raw.get("pids", {}),
+        kmc_port=raw.get("kmc_port"),
     )
 
 
@@ -228,6 +235,8 @@ def write_files(state: State) -> None:
 def command(state: State, cluster: Cluster | None, kind: str) -> list[str]:
     if kind == "etcd":
         return _etcd_command(state)
+    if kind == KMC:
+        return _kmc_command(state)
     assert cluster is not None
     port = cluster.ports[kind]
     p = cluster.folder / "pki"
@@ -290,6 +299,25 @@ def _etcd_command(state: State) -> list[str]:
         "--auto-compaction-mode=periodic",
         "--auto-compaction-retention=5m",
         "--log-level=warn",
+    ]
+
+
+def kmc_folder() -> Path:
+    return config.state_dir() / KMC
+
+
+def _kmc_command(state: State) -> list[str]:
+    """kmc-apiserver from the working tree, as the hub's admin, probing children often."""
+    return [
+        str(config.REPO_ROOT / ".venv" / "bin" / "python"),
+        "-m",
+        "apiserver",
+        f"--kubeconfig={config.kubeconfig_path()}",
+        "--context=hub",
+        f"--secure-port={state.kmc_port}",
+        f"--cert-dir={kmc_folder() / 'certs'}",
+        "--probe-interval=2",
+        "--probe-timeout=3",
     ]
 
 
@@ -371,6 +399,8 @@ def _port_in_use(port: int) -> bool:
 def _ports_of(state: State, cluster: Cluster | None, kind: str) -> list[int]:
     if kind == "etcd":
         return [state.etcd_ports["client"], state.etcd_ports["peer"]]
+    if kind == KMC:
+        return [state.kmc_port] if state.kmc_port else []
     assert cluster is not None
     return [cluster.ports[kind]]
 
@@ -451,11 +481,26 @@ def _ready_check(state: State, cluster: Cluster | None, kind: str) -> Callable[[
                 return False
 
         return etcd_healthy
+    if kind == KMC:
+        return kmc_ready
     assert cluster is not None
     if kind == "apiserver":
         return lambda: admin_client(cluster).ok("/readyz")
     port = cluster.ports[kind]
     return lambda: _port_in_use(port)
+
+
+def kmc_ready() -> bool:
+    state = load()
+    if state is None or state.kmc_port is None:
+        return False
+    url = f"https://localhost:{state.kmc_port}/readyz"
+    try:
+        context = ssl.create_default_context(cafile=str(kmc_folder() / "certs" / "ca.crt"))
+        with urllib.request.urlopen(url, timeout=2, context=context) as resp:
+            return bool(resp.status == 200)
+    except (OSError, ssl.SSLError):
+        return False
 
 
 def ensure_running(state: State, names: list[str], log: Log) -> None:

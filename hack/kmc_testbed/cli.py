@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from kmc_testbed import bed, build, config
+from kmc_testbed import bed, build, config, install
 from kubectl_mc.table import render
 
 
@@ -49,7 +49,19 @@ def cmd_add(args: argparse.Namespace) -> None:
 
 def cmd_remove(args: argparse.Namespace) -> None:
     with bed.locked():
-        bed.remove(_loaded(), args.name, log)
+        state = _loaded()
+        state.cluster(args.name)
+        if state.kmc_port is not None:
+            install.unjoin(args.name)
+        bed.remove(state, args.name, log)
+
+
+def cmd_install(_: argparse.Namespace) -> None:
+    started = time.monotonic()
+    with bed.locked():
+        install.install(_loaded(), log)
+    log(f"installed in {time.monotonic() - started:.1f}s")
+    print(install.kubectl("get", "locations", "-o", "wide").stdout.rstrip())
 
 
 def cmd_down(_: argparse.Namespace) -> None:
@@ -78,7 +90,7 @@ def cmd_status(_: argparse.Namespace) -> None:
     state = _loaded()
     rows = []
     for name, cluster, kind in state.components():
-        port = state.etcd_ports["client"] if kind == "etcd" else cluster.ports[kind]  # type: ignore[union-attr]
+        port = _port(state, cluster, kind)
         up = bed.alive(state, name)
         rows.append(
             [
@@ -90,6 +102,14 @@ def cmd_status(_: argparse.Namespace) -> None:
             ]
         )
     print(render(["name", "cluster", "pid", "port", "state"], rows))
+
+
+def _port(state: bed.State, cluster: bed.Cluster | None, kind: str) -> int | None:
+    if kind == "etcd":
+        return state.etcd_ports["client"]
+    if kind == bed.KMC:
+        return state.kmc_port
+    return cluster.ports[kind] if cluster else None
 
 
 def cmd_clusters(_: argparse.Namespace) -> None:
@@ -147,6 +167,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "down", help="stop everything and delete the bed's data (logs stay)"
     ).set_defaults(func=cmd_down)
+    sub.add_parser(
+        "install", help="CRDs, kmc-apiserver from the working tree, every child joined"
+    ).set_defaults(func=cmd_install)
     add = sub.add_parser("add", help="start one more child cluster")
     add.add_argument("name")
     add.add_argument(

@@ -21,6 +21,7 @@ import pytest
 from kmc_testbed import bed, config
 
 TESTBED = str(config.REPO_ROOT / "hack" / "testbed")
+VENV_BIN = config.REPO_ROOT / ".venv" / "bin"
 CHILDREN = ("us-east", "us-west", "eu-west")
 CLUSTERS = ("hub", *CHILDREN)
 
@@ -42,18 +43,20 @@ class Kubectl:
     def run(
         self, *args: str, check: bool = True, stdin: str | None = None, timeout: float = 180
     ) -> subprocess.CompletedProcess[str]:
-        cmd = [
-            self.binary,
-            "--kubeconfig",
-            str(config.kubeconfig_path()),
-            "--context",
-            self.context,
-            *args,
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, input=stdin, timeout=timeout)
+        # Flags after the arguments: kubectl accepts them there, and plugins need them there.
+        cmd = [self.binary, *args, "--kubeconfig", str(config.kubeconfig_path())]
+        cmd += ["--context", self.context]
+        env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, input=stdin, timeout=timeout, env=env
+        )
         if check and proc.returncode != 0:
             raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
         return proc
+
+    def mc(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """`kubectl mc …`: the plugin found by kubectl on PATH, as a user runs it."""
+        return self.run("mc", *args, check=check)
 
     def json(self, *args: str) -> Any:
         return json.loads(self.run(*args, "-o", "json").stdout)
@@ -75,6 +78,15 @@ def testbed_up() -> Iterator[bed.State]:
         run_testbed("down")
         left = [pid for pid in pids if bed.pid_running(pid)]
         assert not left, f"hack/testbed down left processes behind: {left}"
+
+
+@pytest.fixture(scope="session")
+def installed(testbed_up: bed.State) -> bed.State:
+    """kubectl-mc installed on the bed: CRDs, kmc-apiserver, every child joined and Ready."""
+    run_testbed("install")
+    state = bed.load()
+    assert state is not None and state.kmc_port is not None
+    return state
 
 
 @pytest.fixture(scope="session")

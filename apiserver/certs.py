@@ -1,10 +1,9 @@
-"""Certificates for the test bed, made with `cryptography`.
+"""Certificates made with `cryptography`: CAs, serving and client certificates, bare keys.
 
-Each cluster gets a CA of its own, so a credential for one cluster is worthless on another,
-as in real life. The hub also gets a separate front-proxy CA and the `front-proxy-client`
-certificate its aggregator presents to aggregated API servers. Keys are ECDSA P-256: fast to
-make and accepted everywhere Kubernetes takes a key. Existing files are kept, so `up` twice
-leaves every kubeconfig valid.
+kmc-apiserver makes its serving certificate (and the CA that goes into the APIService
+caBundle) at first start; the test bed makes every cluster's PKI with the same functions.
+Keys are ECDSA P-256: fast to make and accepted everywhere Kubernetes takes a key. Existing
+files are kept, so a restart or a second `up` leaves every reference to them valid.
 """
 
 from __future__ import annotations

@@ -1,0 +1,5 @@
+"""`python -m apiserver` runs kmc-apiserver (the test bed starts it this way)."""
+
+from apiserver.main import main
+
+main()

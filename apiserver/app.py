@@ -1,0 +1,85 @@
+"""The kmc-apiserver application: one `make_app(options)` wires state, loops and routes.
+
+Shared state lives under `web.AppKey`s; lifecycles are `cleanup_ctx` generators, so the
+HTTP session closes after the loops that use it have stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import aiohttp
+from aiohttp import web
+
+from apiserver.kube import config as kubeconfig
+from apiserver.kube.client import Kube
+from apiserver.locations.fleet import Fleet
+from apiserver.locations.loop import LocationLoop
+from apiserver.locations.loop import Settings as LocationSettings
+from apiserver.options import Options
+
+log = logging.getLogger(__name__)
+
+OPTIONS = web.AppKey("options", Options)
+HUB = web.AppKey("hub", Kube)
+FLEET = web.AppKey("fleet", Fleet)
+LOOPS = web.AppKey("loops", dict[str, "asyncio.Task[None]"])
+LOCATIONS = web.AppKey("locations", LocationLoop)
+
+
+def make_app(options: Options) -> web.Application:
+    app = web.Application()
+    app[OPTIONS] = options
+    app.cleanup_ctx.append(_clients)
+    app.cleanup_ctx.append(_loops)
+    app.router.add_get("/healthz", _ok)
+    app.router.add_get("/livez", _livez)
+    app.router.add_get("/readyz", _readyz)
+    return app
+
+
+async def _clients(app: web.Application) -> AsyncIterator[None]:
+    options = app[OPTIONS]
+    if options.kubeconfig:
+        creds = await kubeconfig.from_file(options.kubeconfig, options.context)
+    else:
+        creds = await asyncio.to_thread(kubeconfig.in_cluster)
+    async with aiohttp.ClientSession() as session:
+        app[HUB] = Kube(session, creds, "hub")
+        app[FLEET] = Fleet(app[HUB], session)
+        yield
+
+
+async def _loops(app: web.Application) -> AsyncIterator[None]:
+    options = app[OPTIONS]
+    settings = LocationSettings(interval=options.probe_interval, timeout=options.probe_timeout)
+    app[LOCATIONS] = LocationLoop(app[HUB], app[FLEET], settings)
+    app[LOOPS] = {"locations": asyncio.create_task(app[LOCATIONS].run(), name="locations")}
+    yield
+    for task in app[LOOPS].values():
+        task.cancel()
+    for task in app[LOOPS].values():
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _ok(_: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def _livez(request: web.Request) -> web.Response:
+    """Alive while every loop runs; a loop that died is a reason to restart us."""
+    dead = [name for name, task in request.app[LOOPS].items() if task.done()]
+    if dead:
+        return web.Response(status=500, text=f"loops stopped: {', '.join(dead)}")
+    return web.Response(text="ok")
+
+
+async def _readyz(request: web.Request) -> web.Response:
+    """Ready once the caches the handlers read from have synced."""
+    if not request.app[LOCATIONS].informer.synced.is_set():
+        return web.Response(status=503, text="locations not synced yet")
+    return await _livez(request)

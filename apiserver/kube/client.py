@@ -1,0 +1,217 @@
+"""The one place kmc-apiserver talks HTTP to Kubernetes (the hub and every child).
+
+Objects stay raw dicts: we never round-trip another cluster's objects through generated
+models that drop fields they do not know. Every non-2xx answer becomes `ApiError` carrying
+the server's own `Status`, so errors travel end to end unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import aiohttp
+
+Obj = dict[str, Any]
+
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+DEFAULT_TIMEOUT = 30.0
+
+
+class ApiError(Exception):
+    """A Kubernetes `Status` failure (or one we made for a transport problem)."""
+
+    def __init__(self, status: Obj) -> None:
+        self.status = status
+        self.code = int(status.get("code", 0))
+        self.reason = str(status.get("reason", "Unknown"))
+        super().__init__(str(status.get("message", self.reason)))
+
+    @classmethod
+    def of(cls, code: int, reason: str, message: str) -> ApiError:
+        return cls(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "code": code,
+                "reason": reason,
+                "message": message,
+            }
+        )
+
+
+class Unreachable(ApiError):
+    """No answer at all: connection refused, TLS failure, timeout."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Where a cluster is and how to prove who we are to it."""
+
+    server: str
+    ssl: ssl.SSLContext | bool
+    token: str | None = None
+
+
+class Kube:
+    """An HTTP client for one cluster, sharing the process-wide aiohttp session."""
+
+    def __init__(self, session: aiohttp.ClientSession, creds: Credentials, name: str) -> None:
+        self.session = session
+        self.creds = creds
+        self.name = name
+
+    def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "kmc-apiserver"}
+        if self.creds.token:
+            headers["Authorization"] = f"Bearer {self.creds.token}"
+        if extra:
+            headers.update(extra)
+        return headers
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = DEFAULT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """One request; the decoded JSON answer (`{}` for a non-JSON 2xx), or ApiError."""
+        data = None if body is None else json.dumps(body).encode()
+        extra = dict(headers or {})
+        if data is not None:
+            extra["Content-Type"] = content_type
+        all_headers = self._headers(extra)
+        try:
+            async with self.session.request(
+                method,
+                self.creds.server + path,
+                params=params,
+                data=data,
+                headers=all_headers,
+                ssl=self.creds.ssl,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as resp:
+                text = await resp.text()
+                return _decode(resp.status, text, method, path)
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise _transport_error(self, err) from err
+
+    async def get(self, path: str, **params: str) -> Obj:
+        return cast(Obj, await self.request("GET", path, params=params or None))
+
+    async def create(self, path: str, body: Obj) -> Obj:
+        return cast(Obj, await self.request("POST", path, body=body))
+
+    async def merge_patch(self, path: str, patch: Obj) -> Obj:
+        return cast(Obj, await self.request("PATCH", path, body=patch, content_type=MERGE_PATCH))
+
+    async def apply(self, path: str, body: Obj, manager: str, force: bool = True) -> Obj:
+        params = {"fieldManager": manager, "force": "true" if force else "false"}
+        return cast(
+            Obj,
+            await self.request("PATCH", path, params=params, body=body, content_type=APPLY_PATCH),
+        )
+
+    async def delete(self, path: str) -> Obj:
+        return cast(Obj, await self.request("DELETE", path))
+
+    async def watch(
+        self,
+        path: str,
+        resource_version: str,
+        timeout_seconds: int = 300,
+        params: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[Obj]:
+        """Events of one watch from `resource_version`, bookmarks included, until it ends.
+
+        An ERROR event (410 Gone after compaction, most often) is raised as ApiError so the
+        caller relists.
+        """
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+            **(params or {}),
+        }
+        try:
+            async with self.session.get(
+                self.creds.server + path,
+                params=query,
+                headers=self._headers(),
+                ssl=self.creds.ssl,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=10, sock_read=timeout_seconds + 30
+                ),
+            ) as resp:
+                if resp.status != 200:
+                    _decode(resp.status, await resp.text(), "WATCH", path)
+                async for line in resp.content:
+                    if not line.strip():
+                        continue
+                    event = cast(Obj, json.loads(line))
+                    if event.get("type") == "ERROR":
+                        raise ApiError(event.get("object", {}))
+                    yield event
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise _transport_error(self, err) from err
+
+
+def _decode(status: int, text: str, method: str, path: str) -> Any:
+    try:
+        payload = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        payload = None
+    if 200 <= status < 300:
+        return payload if payload is not None else {}
+    if isinstance(payload, dict) and payload.get("kind") == "Status":
+        raise ApiError(payload)
+    raise ApiError.of(status, _reason_of(status), f"{method} {path}: {text.strip()[:300]}")
+
+
+def _reason_of(code: int) -> str:
+    return {
+        400: "BadRequest",
+        401: "Unauthorized",
+        403: "Forbidden",
+        404: "NotFound",
+        409: "Conflict",
+        410: "Expired",
+        422: "Invalid",
+        429: "TooManyRequests",
+        500: "InternalError",
+        503: "ServiceUnavailable",
+        504: "Timeout",
+    }.get(code, "Unknown")
+
+
+def _transport_error(kube: Kube, err: BaseException) -> Unreachable:
+    what = _what_failed(err)
+    failure = ApiError.of(
+        503, "ServiceUnavailable", f"{kube.name} ({kube.creds.server}) is unreachable: {what}"
+    )
+    return Unreachable(failure.status)
+
+
+def _what_failed(err: BaseException) -> str:
+    """A transport failure in words a person acts on (aiohttp's own text names objects)."""
+    if isinstance(err, TimeoutError):
+        return "timed out"
+    if isinstance(err, aiohttp.ClientConnectorCertificateError):
+        return f"TLS verification failed: {err.certificate_error}"
+    if isinstance(err, aiohttp.ClientConnectorError):
+        if isinstance(err.os_error, ConnectionRefusedError):
+            return "connection refused"
+        return err.os_error.strerror or str(err.os_error)
+    return str(err) or type(err).__name__

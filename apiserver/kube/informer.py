@@ -1,0 +1,118 @@
+"""List, then watch: a level-based cache of one resource, with handlers for changes.
+
+The discipline (after kopf and client-go): list to get a resourceVersion, watch from it with
+bookmarks, relist on 410 Gone, back off on transient errors (honouring the server's
+Retry-After), and never hand out an object that a handler could mutate in the cache.
+Handlers get (event type, object) and must be idempotent: after a relist every object is
+delivered again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from apiserver.kube.client import ApiError, Kube, Obj
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[str, Obj], Awaitable[None]]
+
+
+def key_of(obj: Obj) -> str:
+    meta = obj.get("metadata", {})
+    ns = meta.get("namespace")
+    return f"{ns}/{meta['name']}" if ns else str(meta["name"])
+
+
+class Backoff:
+    """Exponential backoff with jitter; `reset` after a success."""
+
+    def __init__(self, first: float = 0.5, cap: float = 30.0) -> None:
+        self.first, self.cap, self.attempt = first, cap, 0
+
+    def next(self, retry_after: float | None = None) -> float:
+        delay = min(self.cap, self.first * 2**self.attempt)
+        self.attempt += 1
+        delay = delay / 2 + random.uniform(0, delay / 2)
+        return float(max(delay, retry_after or 0.0))
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+class Informer:
+    """Keeps `cache` equal to the server's view of `path`, and tells `handler` what changed."""
+
+    def __init__(
+        self, kube: Kube, path: str, handler: Handler, params: dict[str, str] | None = None
+    ) -> None:
+        self.kube = kube
+        self.path = path
+        self.handler = handler
+        self.params = params or {}
+        self.cache: dict[str, Obj] = {}
+        self.synced = asyncio.Event()
+
+    def get(self, key: str) -> Obj | None:
+        obj = self.cache.get(key)
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def items(self) -> list[Obj]:
+        return [copy.deepcopy(o) for o in self.cache.values()]
+
+    async def run(self) -> None:
+        backoff = Backoff()
+        while True:
+            try:
+                version = await self._relist()
+                backoff.reset()
+                while True:
+                    version = await self._watch(version)
+            except ApiError as err:
+                if err.code == 410:
+                    log.info("%s %s: resourceVersion expired, relisting", self.kube.name, self.path)
+                    continue
+                delay = backoff.next(_retry_after(err))
+                log.warning("%s %s: %s; retrying in %.1fs", self.kube.name, self.path, err, delay)
+                await asyncio.sleep(delay)
+
+    async def _relist(self) -> str:
+        listing = await self.kube.get(self.path, **self.params)
+        fresh = {key_of(o): o for o in listing.get("items", [])}
+        for key in [k for k in self.cache if k not in fresh]:
+            gone = self.cache.pop(key)
+            await self.handler("DELETED", copy.deepcopy(gone))
+        for key, obj in fresh.items():
+            old = self.cache.get(key)
+            self.cache[key] = obj
+            if old is None or old["metadata"].get("resourceVersion") != obj["metadata"].get(
+                "resourceVersion"
+            ):
+                await self.handler("ADDED" if old is None else "MODIFIED", copy.deepcopy(obj))
+        self.synced.set()
+        return str(listing.get("metadata", {}).get("resourceVersion", ""))
+
+    async def _watch(self, version: str) -> str:
+        async for event in self.kube.watch(self.path, version, params=self.params):
+            kind, obj = event["type"], event["object"]
+            version = obj.get("metadata", {}).get("resourceVersion", version)
+            if kind == "BOOKMARK":
+                continue
+            key = key_of(obj)
+            if kind == "DELETED":
+                self.cache.pop(key, None)
+            else:
+                self.cache[key] = obj
+            await self.handler(kind, copy.deepcopy(obj))
+        return version
+
+
+def _retry_after(err: ApiError) -> float | None:
+    details: Any = err.status.get("details") or {}
+    seconds = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+    return float(seconds) if isinstance(seconds, (int, float)) else None

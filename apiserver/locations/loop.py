@@ -1,0 +1,153 @@
+"""The location loop: keep every Location's status true to its child cluster.
+
+One prober task per Location, started and stopped as Locations come and go (an informer on
+the hub). A prober connects through the fleet, probes, and writes status: `Ready` with a
+reason that says what to do when it is False. It writes only when something changed, or
+every `refresh` seconds to move `lastProbeTime`, so a quiet fleet makes no churn on the hub.
+An unreachable child is retried with backoff; it never blocks another location.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
+from apiserver.kube.informer import Backoff, Informer
+from apiserver.locations import model
+from apiserver.locations.fleet import CredentialsError, Fleet
+from apiserver.locations.probe import probe
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Settings:
+    interval: float = 10.0  # between probes of a healthy child
+    timeout: float = 5.0  # for one whole probe
+    refresh: float = 60.0  # longest a status goes without a write
+
+
+class LocationLoop:
+    def __init__(self, hub: Kube, fleet: Fleet, settings: Settings = Settings()) -> None:
+        self.hub = hub
+        self.fleet = fleet
+        self.settings = settings
+        self.informer = Informer(hub, model.PATH, self._on_event)
+        self._probers: dict[str, tuple[str, asyncio.Task[None]]] = {}
+
+    async def run(self) -> None:
+        try:
+            await self.informer.run()
+        finally:
+            for _, task in self._probers.values():
+                task.cancel()
+
+    async def _on_event(self, kind: str, obj: Obj) -> None:
+        name = obj["metadata"]["name"]
+        spec_key = repr(obj.get("spec", {}).get("secretRef"))
+        running = self._probers.get(name)
+        if kind == "DELETED":
+            if running:
+                running[1].cancel()
+                del self._probers[name]
+            self.fleet.forget(name)
+            return
+        if running and running[0] == spec_key and not running[1].done():
+            return
+        if running:
+            running[1].cancel()
+        task = asyncio.create_task(self._prober(name), name=f"probe {name}")
+        self._probers[name] = (spec_key, task)
+
+    async def _prober(self, name: str) -> None:
+        backoff = Backoff(first=self.settings.interval, cap=60.0)
+        last_written: tuple[Any, float] | None = None
+        while True:
+            obj = self.informer.get(name)
+            if obj is None:
+                return
+            location = model.Location.model_validate(obj)
+            fields, healthy = await self._probe(location)
+            status = _with_ready(location.status, fields)
+            _log_transition(name, location.status, status)
+            now = asyncio.get_running_loop().time()
+            comparable = {k: v for k, v in status.items() if k != "lastProbeTime"}
+            if (
+                last_written is None
+                or last_written[0] != comparable
+                or now - last_written[1] >= self.settings.refresh
+            ):
+                with contextlib.suppress(ApiError):
+                    await self.hub.merge_patch(f"{model.PATH}/{name}/status", {"status": status})
+                    last_written = (comparable, now)
+            if healthy:
+                backoff.reset()
+                await asyncio.sleep(self.settings.interval)
+            else:
+                await asyncio.sleep(backoff.next())
+
+    async def _probe(self, location: model.Location) -> tuple[dict[str, Any], bool]:
+        """(status fields, healthy); failures become a Ready=False reason and message."""
+        try:
+            kube = await self.fleet.connect(location)
+            fields = await probe(kube, self.settings.timeout)
+        except CredentialsError as err:
+            return _not_ready("NoCredentials", f"{err}; run `kubectl mc join` again"), False
+        except TimeoutError:
+            return _not_ready("Unreachable", f"no answer within {self.settings.timeout:g}s"), False
+        except ApiError as err:
+            if err.code in (401, 403):
+                message = f"the child refused our credentials ({err.reason}): {err}"
+                return _not_ready("Unauthorized", message + "; rejoin with fresh ones"), False
+            if isinstance(err, Unreachable):
+                return _not_ready("Unreachable", str(err)), False
+            return _not_ready("NotReady", f"{err.reason}: {err}"), False
+        if not fields["readyNodes"]:
+            fields["_ready"] = ("False", "NoReadyNodes", f"0 of {fields['nodes']} nodes are Ready")
+            return fields, True
+        message = (
+            f"{fields['kubernetesVersion']}, {fields['readyNodes']}/{fields['nodes']} nodes Ready"
+        )
+        fields["_ready"] = ("True", "Probed", message)
+        return fields, True
+
+
+def _log_transition(name: str, previous: model.LocationStatus, status: dict[str, Any]) -> None:
+    old = previous.condition("Ready")
+    new = status["conditions"][-1]
+    if old is None or (old.status, old.reason) != (new["status"], new["reason"]):
+        log.info(
+            "location %s: Ready=%s (%s) %s", name, new["status"], new["reason"], new["message"]
+        )
+
+
+def _not_ready(reason: str, message: str) -> dict[str, Any]:
+    return {"_ready": ("False", reason, message)}
+
+
+def _with_ready(previous: model.LocationStatus, fields: dict[str, Any]) -> dict[str, Any]:
+    """The status to write: probe fields plus a Ready condition whose transition time moves
+    only when its status does. A failed probe keeps the last known numbers."""
+    status, reason, message = fields.pop("_ready")
+    now = _now()
+    old = previous.condition("Ready")
+    since = old.last_transition_time if old and old.status == status else now
+    ready = {
+        "type": "Ready",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since,
+    }
+    others = [c.model_dump(by_alias=True, exclude_none=True) for c in previous.conditions]
+    conditions = [c for c in others if c["type"] != "Ready"] + [ready]
+    return {**fields, "conditions": conditions, "lastProbeTime": now}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,80 @@
+"""The Location kind (kmc.dev/v1alpha1), ours, so typed with pydantic.
+
+Unknown fields are kept (extra="allow"): a newer writer's fields survive our round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+GROUP = "kmc.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+PATH = f"/apis/{API_VERSION}/locations"
+SYSTEM_NAMESPACE = "kmc-system"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class SecretRef(_Model):
+    name: str
+    namespace: str = SYSTEM_NAMESPACE
+    key: str = "kubeconfig"
+
+
+class Taint(_Model):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class LocationSpec(_Model):
+    secret_ref: SecretRef = Field(alias="secretRef")
+    taints: list[Taint] = Field(default_factory=list)
+    unschedulable: bool = False
+
+
+class Condition(_Model):
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+
+
+class LocationStatus(_Model):
+    conditions: list[Condition] = Field(default_factory=list)
+    kubernetes_version: str | None = Field(default=None, alias="kubernetesVersion")
+    nodes: int | None = None
+    ready_nodes: int | None = Field(default=None, alias="readyNodes")
+    capacity: dict[str, str] = Field(default_factory=dict)
+    allocatable: dict[str, str] = Field(default_factory=dict)
+    requested: dict[str, str] = Field(default_factory=dict)
+    resources: list[str] = Field(default_factory=list)
+    last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
+
+    def condition(self, type_: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
+
+
+class Location(_Model):
+    api_version: str = Field(default=API_VERSION, alias="apiVersion")
+    kind: str = "Location"
+    metadata: dict[str, Any]
+    spec: LocationSpec
+    status: LocationStatus = Field(default_factory=LocationStatus)
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata["name"])
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict(self.metadata.get("labels") or {})
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")

@@ -1,0 +1,113 @@
+"""Probe one child cluster: is it ready, what version, how big, what does it serve.
+
+The answers become the Location's status, which the placement loop reads. All requests of a
+probe run concurrently under one timeout, so a slow child costs one timeout, not five.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from fractions import Fraction
+from typing import Any
+
+from apiserver.kube.client import Kube, Obj
+from apiserver.placement.quantity import format_quantity, parse_quantity
+
+DISCOVERY_V2 = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+)
+SUMMED = ("cpu", "memory", "pods")
+
+
+async def probe(kube: Kube, timeout: float = 5.0) -> dict[str, Any]:
+    """The status fields a probe learns (camelCase, as stored); ApiError when it fails."""
+    async with asyncio.timeout(timeout):
+        _, version, nodes, pods, kinds = await asyncio.gather(
+            kube.request("GET", "/readyz", timeout=timeout),
+            kube.get("/version"),
+            kube.get("/api/v1/nodes"),
+            kube.get("/api/v1/pods", fieldSelector="status.phase!=Succeeded,status.phase!=Failed"),
+            served_kinds(kube, timeout),
+        )
+    node_items: list[Obj] = nodes.get("items", [])
+    ready = [n for n in node_items if _node_ready(n)]
+    return {
+        "kubernetesVersion": version.get("gitVersion", ""),
+        "nodes": len(node_items),
+        "readyNodes": len(ready),
+        "capacity": _sum(n.get("status", {}).get("capacity", {}) for n in ready),
+        "allocatable": _sum(n.get("status", {}).get("allocatable", {}) for n in ready),
+        "requested": _requested(pods.get("items", [])),
+        "resources": kinds,
+    }
+
+
+async def served_kinds(kube: Kube, timeout: float = 5.0) -> list[str]:
+    """Every kind the child serves, as group/version/Kind (core kinds: v1/Kind), sorted."""
+    core, groups = await asyncio.gather(
+        kube.request("GET", "/api", timeout=timeout, headers={"Accept": DISCOVERY_V2}),
+        kube.request("GET", "/apis", timeout=timeout, headers={"Accept": DISCOVERY_V2}),
+    )
+    if (
+        core.get("kind") == "APIGroupDiscoveryList"
+        and groups.get("kind") == "APIGroupDiscoveryList"
+    ):
+        return sorted(_kinds_v2(core) | _kinds_v2(groups))
+    return sorted(await _kinds_v1(kube, timeout))
+
+
+def _kinds_v2(listing: Obj) -> set[str]:
+    kinds = set()
+    for group in listing.get("items", []):
+        name = group.get("metadata", {}).get("name", "")
+        for version in group.get("versions", []):
+            prefix = f"{name}/{version['version']}" if name else version["version"]
+            for resource in version.get("resources", []):
+                kind = (resource.get("responseKind") or {}).get("kind")
+                if kind:
+                    kinds.add(f"{prefix}/{kind}")
+    return kinds
+
+
+async def _kinds_v1(kube: Kube, timeout: float) -> set[str]:
+    """Discovery the old way (servers before aggregated discovery): one request per version."""
+    groups = await kube.get("/apis")
+    paths = ["/api/v1"] + [
+        f"/apis/{v['groupVersion']}" for g in groups.get("groups", []) for v in g["versions"]
+    ]
+    lists = await asyncio.gather(*(kube.request("GET", p, timeout=timeout) for p in paths))
+    kinds = set()
+    for listing in lists:
+        for resource in listing.get("resources", []):
+            if "/" not in resource["name"]:
+                kinds.add(f"{listing['groupVersion']}/{resource['kind']}")
+    return kinds
+
+
+def _node_ready(node: Obj) -> bool:
+    conditions = node.get("status", {}).get("conditions", [])
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _sum(lists: Iterable[dict[str, str]]) -> dict[str, str]:
+    totals: dict[str, Fraction] = {}
+    like: dict[str, str] = {}
+    for resources in lists:
+        for name in SUMMED:
+            if name in resources:
+                totals[name] = totals.get(name, Fraction(0)) + parse_quantity(resources[name])
+                like.setdefault(name, resources[name])
+    return {name: format_quantity(totals[name], like[name]) for name in sorted(totals)}
+
+
+def _requested(pods: list[Obj]) -> dict[str, str]:
+    """cpu/memory requested by scheduled pods, and how many pods are there."""
+    requests: list[dict[str, str]] = []
+    scheduled = [p for p in pods if p.get("spec", {}).get("nodeName")]
+    for pod in scheduled:
+        for container in pod["spec"].get("containers", []):
+            requests.append(container.get("resources", {}).get("requests", {}))
+    summed = _sum(requests)
+    summed["pods"] = str(len(scheduled))
+    return summed

@@ -1,0 +1,93 @@
+"""kmc-apiserver's command line: parsed, completed with defaults, validated, then run.
+
+Everything a loop or handler needs to know about its configuration is on `Options`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class OptionsError(ValueError):
+    """A flag combination that cannot work; the message names the flag."""
+
+
+@dataclass(frozen=True)
+class Options:
+    kubeconfig: str | None
+    context: str | None
+    bind_address: str
+    secure_port: int
+    cert_dir: Path
+    tls_cert_file: Path | None
+    tls_private_key_file: Path | None
+    service_name: str
+    service_namespace: str
+    probe_interval: float
+    probe_timeout: float
+    log_level: str
+
+    @property
+    def serving_hosts(self) -> tuple[str, ...]:
+        svc, ns = self.service_name, self.service_namespace
+        return ("localhost", "127.0.0.1", "::1", svc, f"{svc}.{ns}", f"{svc}.{ns}.svc")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kmc-apiserver",
+        description="kubectl-mc's aggregated API server and control loops.",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG"),
+        help="the hub's kubeconfig (default: $KUBECONFIG, else in-cluster)",
+    )
+    p.add_argument("--context", help="context of --kubeconfig to use")
+    p.add_argument("--bind-address", default="127.0.0.1")
+    p.add_argument("--secure-port", type=int, default=8443)
+    p.add_argument(
+        "--cert-dir",
+        type=Path,
+        default=Path("apiserver.local.config/certificates"),
+        help="where a generated serving certificate is kept",
+    )
+    p.add_argument("--tls-cert-file", type=Path, help="serving certificate (else generated)")
+    p.add_argument("--tls-private-key-file", type=Path)
+    p.add_argument("--service-name", default="kmc-apiserver")
+    p.add_argument("--service-namespace", default="kmc-system")
+    p.add_argument(
+        "--probe-interval",
+        type=float,
+        default=10.0,
+        help="seconds between probes of a healthy location",
+    )
+    p.add_argument("--probe-timeout", type=float, default=5.0)
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def parse(argv: list[str] | None = None) -> Options:
+    args = parser().parse_args(argv)
+    options = Options(**{k: v for k, v in vars(args).items()})
+    validate(options)
+    return options
+
+
+def validate(options: Options) -> None:
+    if not 0 < options.secure_port < 65536:
+        raise OptionsError(f"--secure-port {options.secure_port} is not a port")
+    if (options.tls_cert_file is None) != (options.tls_private_key_file is None):
+        raise OptionsError("--tls-cert-file and --tls-private-key-file go together")
+    for flag, path in (
+        ("--tls-cert-file", options.tls_cert_file),
+        ("--tls-private-key-file", options.tls_private_key_file),
+        ("--kubeconfig", options.kubeconfig),
+    ):
+        if path is not None and not Path(path).is_file():
+            raise OptionsError(f"{flag} {path}: no such file")
+    if options.probe_interval <= 0 or options.probe_timeout <= 0:
+        raise OptionsError("--probe-interval and --probe-timeout must be positive")

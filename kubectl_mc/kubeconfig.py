@@ -1,0 +1,138 @@
+"""kubeconfig the way kubectl reads it: KUBECONFIG with several files, --context/--cluster/--user.
+
+Merging follows kubectl: for every named cluster, user and context the first file that
+defines it wins, and so does the first `current-context`. `flatten` makes one context
+self-contained (file references inlined), which is what a Location's Secret must hold.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Config = dict[str, Any]
+
+
+class KubeconfigError(Exception):
+    """Unusable configuration; the message is what kubectl would say, near enough."""
+
+
+@dataclass(frozen=True)
+class Selected:
+    """One context resolved: its cluster and user entries, its namespace."""
+
+    context: str
+    cluster: dict[str, Any]
+    user: dict[str, Any]
+    namespace: str
+    base: Path  # relative file references resolve against the file that named them
+
+
+def load(path: str | None) -> tuple[Config, Path]:
+    """The merged config and the folder of its first file."""
+    if path:
+        files = [Path(path)]
+    else:
+        env = os.environ.get("KUBECONFIG")
+        files = [Path(p) for p in env.split(os.pathsep) if p] if env else []
+        files = files or [Path.home() / ".kube" / "config"]
+    merged: Config = {"clusters": [], "users": [], "contexts": [], "current-context": None}
+    for file in files:
+        if not file.exists():
+            if path:
+                raise KubeconfigError(f"stat {file}: no such file or directory")
+            continue
+        try:
+            data = yaml.safe_load(file.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise KubeconfigError(f'error loading config file "{file}": {err}') from err
+        for section in ("clusters", "users", "contexts"):
+            known = {e["name"] for e in merged[section]}
+            for entry in data.get(section) or []:
+                if entry.get("name") not in known:
+                    merged[section].append(_absolute(entry, file.parent))
+        merged["current-context"] = merged["current-context"] or data.get("current-context")
+    return merged, (files[0].parent if files else Path.cwd())
+
+
+def select(
+    config: Config,
+    context: str | None = None,
+    cluster: str | None = None,
+    user: str | None = None,
+    base: Path | None = None,
+) -> Selected:
+    name = context or config.get("current-context")
+    if not name:
+        raise KubeconfigError(
+            "no context chosen: set current-context in the kubeconfig or pass --context"
+        )
+    ctx = _named(config, "contexts", name, "context")
+    cluster_name = cluster or ctx.get("cluster")
+    user_name = user or ctx.get("user")
+    return Selected(
+        context=name,
+        cluster=_named(config, "clusters", cluster_name, "cluster"),
+        user=_named(config, "users", user_name, "user") if user_name else {},
+        namespace=ctx.get("namespace") or "default",
+        base=base or Path.cwd(),
+    )
+
+
+def flatten(selected: Selected) -> Config:
+    """A one-context kubeconfig with every file reference inlined."""
+    cluster = _inline(selected.cluster, {"certificate-authority": "certificate-authority-data"})
+    user = _inline(
+        selected.user,
+        {"client-certificate": "client-certificate-data", "client-key": "client-key-data"},
+    )
+    if "tokenFile" in user:
+        user["token"] = Path(user.pop("tokenFile")).read_text().strip()
+    name = selected.context
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": cluster}],
+        "users": [{"name": name, "user": user}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+    }
+
+
+def _named(config: Config, section: str, name: str | None, what: str) -> dict[str, Any]:
+    for entry in config.get(section) or []:
+        if entry.get("name") == name:
+            return dict(entry.get(what) or {})
+    if what == "context":
+        raise KubeconfigError(f"context was not found for specified context: {name}")
+    raise KubeconfigError(f"{what} {name!r} not found in the kubeconfig")
+
+
+def _absolute(entry: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Relative file references are relative to the kubeconfig that holds them."""
+    out = dict(entry)
+    for key in ("cluster", "user"):
+        inner = dict(out.get(key) or {})
+        for field in ("certificate-authority", "client-certificate", "client-key", "tokenFile"):
+            if field in inner and not Path(inner[field]).is_absolute():
+                inner[field] = str(folder / inner[field])
+        if key in out:
+            out[key] = inner
+    return out
+
+
+def _inline(entry: dict[str, Any], fields: dict[str, str]) -> dict[str, Any]:
+    out = dict(entry)
+    for file_field, data_field in fields.items():
+        if file_field in out:
+            path = Path(out.pop(file_field))
+            try:
+                out[data_field] = base64.b64encode(path.read_bytes()).decode()
+            except OSError as err:
+                raise KubeconfigError(f"cannot read {file_field} {path}: {err}") from err
+    return out
