@@ -1,0 +1,1 @@
+"""Placement: deciding which locations run each hub object."""

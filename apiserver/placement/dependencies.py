@@ -1,0 +1,112 @@
+"""Which objects a pod template needs, so that they follow the workloads that use them.
+
+A Deployment placed in `us-east` is useless there without the ConfigMaps, Secrets and
+ServiceAccount its pods mount, read or run as: the kubelet would keep the pods in
+ContainerCreating. So by default such objects are placed exactly where their users are — no
+more (a Secret should not spread to clusters that do not need it), no less.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+Reference = tuple[str, str]
+"""(kind, name) of an object in the pod's own namespace."""
+
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+# Volume sources naming a Secret in the pod's namespace through a LocalObjectReference.
+_VOLUME_SECRET_REFS = (
+    ("cephfs", "secretRef"),
+    ("cinder", "secretRef"),
+    ("flexVolume", "secretRef"),
+    ("iscsi", "secretRef"),
+    ("rbd", "secretRef"),
+    ("scaleIO", "secretRef"),
+    ("storageos", "secretRef"),
+    ("csi", "nodePublishSecretRef"),
+)
+
+# Where the pod template lives, per kind.
+_POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "PodTemplate": ("template", "spec"),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def pod_spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod spec inside a workload (or a Pod's own spec); None for other kinds or if absent."""
+    path = _POD_SPEC_PATHS.get(str(obj.get("kind")))
+    if path is None:
+        return None
+    node: object = obj
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node if isinstance(node, Mapping) else None
+
+
+def references(pod_spec: Mapping[str, Any]) -> frozenset[Reference]:
+    """(kind, name) of every ConfigMap, Secret and ServiceAccount the pod spec refers to."""
+    refs = set(_volume_refs(pod_spec))
+    for container in _items(pod_spec, *_CONTAINER_LISTS):
+        refs.update(_container_refs(container))
+    for secret in _items(pod_spec, "imagePullSecrets"):
+        refs.update(_named("Secret", secret.get("name")))
+    account = pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
+    if account != "default":
+        refs.update(_named("ServiceAccount", account))
+    return frozenset(refs)
+
+
+def follow(users: Iterable[Mapping[str, int | None]]) -> dict[str, None]:
+    """A dependency's placement: every location any of its users is placed in, sorted."""
+    locations = {location for placement in users for location in placement}
+    return dict.fromkeys(sorted(locations))
+
+
+def _items(spec: Mapping[str, Any], *keys: str) -> Iterator[Mapping[str, Any]]:
+    """The mappings in the lists under `keys`, skipping whatever is not a mapping."""
+    for key in keys:
+        value = spec.get(key)
+        if isinstance(value, list):
+            yield from (item for item in value if isinstance(item, Mapping))
+
+
+def _named(kind: str, name: object) -> Iterator[Reference]:
+    if isinstance(name, str) and name:
+        yield kind, name
+
+
+def _get(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _volume_refs(pod_spec: Mapping[str, Any]) -> Iterator[Reference]:
+    for volume in _items(pod_spec, "volumes"):
+        yield from _named("ConfigMap", _get(volume, "configMap").get("name"))
+        yield from _named("Secret", _get(volume, "secret").get("secretName"))
+        yield from _named("Secret", _get(volume, "azureFile").get("secretName"))
+        for source, field in _VOLUME_SECRET_REFS:
+            yield from _named("Secret", _get(_get(volume, source), field).get("name"))
+        for projection in _items(_get(volume, "projected"), "sources"):
+            yield from _named("ConfigMap", _get(projection, "configMap").get("name"))
+            yield from _named("Secret", _get(projection, "secret").get("name"))
+
+
+def _container_refs(container: Mapping[str, Any]) -> Iterator[Reference]:
+    for env in _items(container, "env"):
+        source = _get(env, "valueFrom")
+        yield from _named("ConfigMap", _get(source, "configMapKeyRef").get("name"))
+        yield from _named("Secret", _get(source, "secretKeyRef").get("name"))
+    for env_from in _items(container, "envFrom"):
+        yield from _named("ConfigMap", _get(env_from, "configMapRef").get("name"))
+        yield from _named("Secret", _get(env_from, "secretRef").get("name"))
