@@ -20,6 +20,8 @@ from apiserver.locations.fleet import Fleet
 from apiserver.locations.loop import LocationLoop
 from apiserver.locations.loop import Settings as LocationSettings
 from apiserver.options import Options
+from apiserver.placement.loop import PlacementLoop
+from apiserver.placement.loop import Settings as PlacementSettings
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +30,7 @@ HUB = web.AppKey("hub", Kube)
 FLEET = web.AppKey("fleet", Fleet)
 LOOPS = web.AppKey("loops", dict[str, "asyncio.Task[None]"])
 LOCATIONS = web.AppKey("locations", LocationLoop)
+PLACEMENT = web.AppKey("placement", PlacementLoop)
 
 
 def make_app(options: Options) -> web.Application:
@@ -57,7 +60,16 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     options = app[OPTIONS]
     settings = LocationSettings(interval=options.probe_interval, timeout=options.probe_timeout)
     app[LOCATIONS] = LocationLoop(app[HUB], app[FLEET], settings)
-    app[LOOPS] = {"locations": asyncio.create_task(app[LOCATIONS].run(), name="locations")}
+    app[PLACEMENT] = PlacementLoop(
+        app[HUB],
+        app[FLEET],
+        app[LOCATIONS].informer,
+        PlacementSettings(grace=options.grace_period, cooldown=options.cooldown),
+    )
+    app[LOOPS] = {
+        "locations": asyncio.create_task(app[LOCATIONS].run(), name="locations"),
+        "placement": asyncio.create_task(app[PLACEMENT].run(), name="placement"),
+    }
     yield
     for task in app[LOOPS].values():
         task.cancel()
@@ -80,6 +92,6 @@ async def _livez(request: web.Request) -> web.Response:
 
 async def _readyz(request: web.Request) -> web.Response:
     """Ready once the caches the handlers read from have synced."""
-    if not request.app[LOCATIONS].informer.synced.is_set():
-        return web.Response(status=503, text="locations not synced yet")
+    if not request.app[LOCATIONS].informer.synced.is_set() or not request.app[PLACEMENT].synced:
+        return web.Response(status=503, text="caches not synced yet")
     return await _livez(request)

@@ -28,6 +28,8 @@ class Options:
     service_namespace: str
     probe_interval: float
     probe_timeout: float
+    grace_period: float
+    cooldown: float
     log_level: str
 
     @property
@@ -66,6 +68,18 @@ def parser() -> argparse.ArgumentParser:
         help="seconds between probes of a healthy location",
     )
     p.add_argument("--probe-timeout", type=float, default=5.0)
+    p.add_argument(
+        "--grace-period",
+        type=float,
+        default=60.0,
+        help="seconds a location may be not Ready before its share moves elsewhere",
+    )
+    p.add_argument(
+        "--cooldown",
+        type=float,
+        default=60.0,
+        help="seconds a location must be Ready before it gets new replicas again",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -91,3 +105,5 @@ def validate(options: Options) -> None:
             raise OptionsError(f"{flag} {path}: no such file")
     if options.probe_interval <= 0 or options.probe_timeout <= 0:
         raise OptionsError("--probe-interval and --probe-timeout must be positive")
+    if options.grace_period < 0 or options.cooldown < 0:
+        raise OptionsError("--grace-period and --cooldown cannot be negative")

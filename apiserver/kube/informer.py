@@ -53,10 +53,18 @@ class Informer:
     ) -> None:
         self.kube = kube
         self.path = path
-        self.handler = handler
+        self.handlers = [handler]
         self.params = params or {}
         self.cache: dict[str, Obj] = {}
         self.synced = asyncio.Event()
+
+    def subscribe(self, handler: Handler) -> None:
+        """One more handler for every change (delivered after the earlier ones)."""
+        self.handlers.append(handler)
+
+    async def _emit(self, kind: str, obj: Obj) -> None:
+        for handler in self.handlers:
+            await handler(kind, copy.deepcopy(obj))
 
     def get(self, key: str) -> Obj | None:
         obj = self.cache.get(key)
@@ -86,14 +94,14 @@ class Informer:
         fresh = {key_of(o): o for o in listing.get("items", [])}
         for key in [k for k in self.cache if k not in fresh]:
             gone = self.cache.pop(key)
-            await self.handler("DELETED", copy.deepcopy(gone))
+            await self._emit("DELETED", gone)
         for key, obj in fresh.items():
             old = self.cache.get(key)
             self.cache[key] = obj
             if old is None or old["metadata"].get("resourceVersion") != obj["metadata"].get(
                 "resourceVersion"
             ):
-                await self.handler("ADDED" if old is None else "MODIFIED", copy.deepcopy(obj))
+                await self._emit("ADDED" if old is None else "MODIFIED", obj)
         self.synced.set()
         return str(listing.get("metadata", {}).get("resourceVersion", ""))
 
@@ -108,7 +116,7 @@ class Informer:
                 self.cache.pop(key, None)
             else:
                 self.cache[key] = obj
-            await self.handler(kind, copy.deepcopy(obj))
+            await self._emit(kind, obj)
         return version
 
 

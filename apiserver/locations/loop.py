@@ -73,7 +73,7 @@ class LocationLoop:
                 return
             location = model.Location.model_validate(obj)
             fields, healthy = await self._probe(location)
-            status = _with_ready(location.status, fields)
+            status = _with_ready(location, fields)
             _log_transition(name, location.status, status)
             now = asyncio.get_running_loop().time()
             comparable = {k: v for k, v in status.items() if k != "lastProbeTime"}
@@ -130,13 +130,20 @@ def _not_ready(reason: str, message: str) -> dict[str, Any]:
     return {"_ready": ("False", reason, message)}
 
 
-def _with_ready(previous: model.LocationStatus, fields: dict[str, Any]) -> dict[str, Any]:
+def _with_ready(location: model.Location, fields: dict[str, Any]) -> dict[str, Any]:
     """The status to write: probe fields plus a Ready condition whose transition time moves
-    only when its status does. A failed probe keeps the last known numbers."""
+    only when its status does. A failed probe keeps the last known numbers.
+
+    A location Ready at its first probe counts as Ready since it was created: `join` checked
+    it answers, and the cooldown is there to damp flapping, not to delay a new location."""
+    previous = location.status
     status, reason, message = fields.pop("_ready")
     now = _now()
     old = previous.condition("Ready")
-    since = old.last_transition_time if old and old.status == status else now
+    if old is None and status == "True":
+        since = location.metadata.get("creationTimestamp") or now
+    else:
+        since = old.last_transition_time if old and old.status == status else now
     ready = {
         "type": "Ready",
         "status": status,

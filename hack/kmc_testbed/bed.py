@@ -38,6 +38,7 @@ Log = Callable[[str], None]
 
 HUB = "hub"
 KMC = "kmc-apiserver"
+GRACE = 8  # kmc-apiserver's grace period and cooldown on the bed, in seconds
 DEFAULT_CHILDREN: dict[str, dict[str, str]] = {
     "us-east": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-east-1"},
     "us-west": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-west-1"},
@@ -318,6 +319,9 @@ def _kmc_command(state: State) -> list[str]:
         f"--cert-dir={kmc_folder() / 'certs'}",
         "--probe-interval=2",
         "--probe-timeout=3",
+        # Short, so e2e tests see evacuation and return within seconds, not minutes.
+        f"--grace-period={GRACE}",
+        f"--cooldown={GRACE}",
     ]
 
 

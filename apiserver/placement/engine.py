@@ -1,0 +1,519 @@
+"""The placement engine: which locations run a hub object, and with how many replicas.
+
+`decide` is a pure function of the object, its strategy, a snapshot of the locations and the
+current placement, with the clock passed in. Keeping it free of I/O and time makes every
+placement reproducible in a unit test and lets the placement loop call it as often as it likes:
+equal inputs give an equal decision, and an unchanged world gives an unchanged placement.
+
+It first judges each location (`Verdict`, with the reason a user sees in the `strategy`
+sub-resource), then places the object on the eligible ones by the strategy's type, and finally
+explains what changed (`changes`, one line per location, for Events).
+
+Stability is a goal of its own: a location that stops answering keeps its replicas for the
+grace period (it may come back), a location that just became Ready gets nothing new until the
+cooldown is over (it may flap), and Split moves the fewest replicas it can.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from apiserver.placement.apportion import apportion
+from apiserver.placement.selector import matches, tolerated
+from apiserver.placement.strategy import Strategy
+
+REPLICA_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
+Placement = dict[str, int | None]
+
+
+# --- inputs and outputs -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A Location's taint, like a node taint."""
+
+    key: str
+    value: str
+    effect: str
+
+    def __str__(self) -> str:
+        value = f"={self.value}" if self.value else ""
+        return f"{self.key}{value}:{self.effect}"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Room on a location, summed over its nodes (allocatable minus requested)."""
+
+    cpu_milli: int
+    memory: int
+    pods: int
+
+
+class FieldChecker(Protocol):
+    """A location's schema for one kind."""
+
+    def missing(self, obj: Mapping[str, Any]) -> list[str]:
+        """Field paths `obj` sets that the schema lacks (so the location would drop them)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the engine knows about one location.
+
+    `served` holds "apiVersion/kind" entries ("apps/v1/Deployment", "v1/ConfigMap"); `schemas`
+    is keyed the same way, and a kind without an entry is not checked (schema unknown).
+    """
+
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    ready: bool
+    ready_changed_at: float
+    served: frozenset[str]
+    schemas: Mapping[str, FieldChecker] = field(default_factory=dict)
+    free: Resources | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Damping, in seconds: how long a not-Ready location keeps its share, and how long a
+    location must have been Ready before it gets new work."""
+
+    grace: float = 60.0
+    cooldown: float = 60.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a location may run the object, and why (shown to users as is)."""
+
+    location: str
+    eligible: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The new placement (sorted by location), every verdict, and what changed and why.
+
+    `unplaceable` is set when the object cannot be placed as asked: no eligible location (the
+    placement is then the current one, unchanged) or replicas that fit nowhere.
+    """
+
+    placement: Placement
+    verdicts: tuple[Verdict, ...]
+    unplaceable: str | None
+    changes: tuple[str, ...]
+
+
+# --- replicas ---------------------------------------------------------------------------------
+
+
+def _count(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def total_replicas(obj: Mapping[str, Any]) -> int | None:
+    """How many replicas to divide: spec.replicas, a Job's completions (else parallelism),
+    or None for kinds that are copied rather than divided."""
+    kind, spec = obj.get("kind"), _spec(obj)
+    if kind in REPLICA_KINDS:
+        return _count(spec.get("replicas"), 1)
+    if kind == "Job":
+        completions = spec.get("completions")
+        if completions is not None:
+            return _count(completions, 1)
+        return _count(spec.get("parallelism"), 1)
+    return None
+
+
+def split_job(
+    spec: Mapping[str, Any], placement: Mapping[str, int | None]
+) -> dict[str, dict[str, int]]:
+    """Each location's parallelism and completions, in proportion to the Job's placement.
+
+    Every location with a share runs at least one pod at a time when parallelism allows (the
+    engine never places a Job with completions on more locations than its parallelism).
+    `completions` is left out when the Job has none.
+    """
+    weights = {name: float(value or 0) for name, value in placement.items()}
+    running = {name: weight for name, weight in weights.items() if weight > 0}
+    parallelism = apportion(_count(spec.get("parallelism"), 1), running, minimum=1).shares
+    completions = spec.get("completions")
+    counts = apportion(_count(completions, 1), weights).shares if completions is not None else {}
+    result: dict[str, dict[str, int]] = {}
+    for name in sorted(weights):
+        result[name] = {"parallelism": parallelism.get(name, 0)}
+        if completions is not None:
+            result[name]["completions"] = counts[name]
+    return result
+
+
+def _job_location_limit(obj: Mapping[str, Any]) -> int | None:
+    """A Job with completions may not use more locations than its parallelism: a location
+    with completions but no pod allowed to run would never finish."""
+    spec = _spec(obj)
+    if obj.get("kind") != "Job" or spec.get("completions") is None:
+        return None
+    parallelism = _count(spec.get("parallelism"), 1)
+    return parallelism if parallelism >= 1 else None
+
+
+# --- verdicts ---------------------------------------------------------------------------------
+
+
+def _duration(seconds: float) -> str:
+    """Like kubectl's ages: 75s, 2m30s, 15m, 4h5m, 3d."""
+    total = max(0, int(seconds))
+    minutes, hours, days = total // 60, total // 3600, total // 86400
+    if total < 120:
+        return f"{total}s"
+    if minutes < 10:
+        return f"{minutes}m{total % 60}s" if total % 60 else f"{minutes}m"
+    if hours < 3:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    return f"{hours}h" if hours < 48 else f"{days}d"
+
+
+def _api_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    return f"{api_version}/{kind}", f"{api_version} {kind}"
+
+
+def _incompatibility(
+    candidate: Candidate, obj: Mapping[str, Any], strategy: Strategy
+) -> str | None:
+    """Why the strategy or the object rules the location out, whatever its health."""
+    if not matches(strategy.location_selector, candidate.labels):
+        return "filtered by selector"
+    for taint in candidate.taints:
+        if not tolerated(strategy.tolerations, taint.key, taint.value, taint.effect):
+            return f"taint {taint} not tolerated"
+    key, shown = _api_key(obj)
+    if key not in candidate.served:
+        return f"{shown} not served"
+    checker = candidate.schemas.get(key)
+    missing = checker.missing(obj) if checker is not None else []
+    return f"field {missing[0]} not in schema" if missing else None
+
+
+def _verdict(
+    candidate: Candidate,
+    obj: Mapping[str, Any],
+    strategy: Strategy,
+    placed: bool,
+    now: float,
+    settings: Settings,
+) -> Verdict:
+    def verdict(eligible: bool, reason: str) -> Verdict:
+        return Verdict(candidate.name, eligible, reason)
+
+    if candidate.name in strategy.avoid:
+        return verdict(False, "avoided")
+    if strategy.pin and candidate.name not in strategy.pin:
+        return verdict(False, "not pinned")
+    if candidate.unschedulable:
+        return verdict(False, "cordoned")
+    since = max(0.0, now - candidate.ready_changed_at)
+    if not candidate.ready and (not placed or since >= settings.grace):
+        return verdict(False, f"not Ready for {_duration(since)}")
+    reason = _incompatibility(candidate, obj, strategy)
+    if reason is not None:
+        return verdict(False, reason)
+    if not candidate.ready:
+        return verdict(
+            True, f"not Ready, evacuating in {_duration(math.ceil(settings.grace - since))}"
+        )
+    if not placed and since < settings.cooldown:
+        return verdict(
+            False, f"cooling down (Ready for {_duration(since)} of {_duration(settings.cooldown)})"
+        )
+    return verdict(True, "eligible")
+
+
+# --- placing ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Context:
+    """Everything the strategies need, restricted to the eligible locations."""
+
+    obj: Mapping[str, Any]
+    strategy: Strategy
+    locations: Mapping[str, Candidate]  # eligible only
+    current: Mapping[str, int | None]  # eligible only
+    evacuating: frozenset[str]
+    total: int | None
+    missing: Mapping[str, int]
+
+    def weight(self, name: str) -> int:
+        written = self.strategy.weight_of(name)
+        if written is not None:
+            return written
+        free = self.locations[name].free
+        return max(0, free.cpu_milli) if free is not None else 1
+
+    def free_cpu(self, name: str) -> int:
+        free = self.locations[name].free
+        return free.cpu_milli if free is not None else -1
+
+    def held(self, name: str) -> int:
+        return self.current.get(name) or 0
+
+
+# The placement (None: leave the current one alone) and what could not be placed, if anything.
+_Outcome = tuple[Placement | None, str | None]
+
+
+def _spread(ctx: _Context, names: Sequence[str]) -> list[str]:
+    """One location per value of the spreadBy label: the one already used, else the heaviest."""
+    key = ctx.strategy.spread_by
+    if key is None:
+        return list(names)
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        value = ctx.locations[name].labels.get(key)
+        if value is not None:
+            groups.setdefault(value, []).append(name)
+
+    def preference(name: str) -> tuple[bool, int, int, str]:
+        return (name not in ctx.current, -ctx.held(name), -ctx.weight(name), name)
+
+    return sorted(min(group, key=preference) for group in groups.values())
+
+
+def _replicate(ctx: _Context, names: Sequence[str]) -> _Outcome:
+    """Every chosen location runs the whole object; evacuating ones keep what they have."""
+    placement: Placement = {}
+    for name in names:
+        placement[name] = ctx.current.get(name) if name in ctx.evacuating else ctx.total
+    return placement, None
+
+
+def _single(ctx: _Context, names: Sequence[str]) -> _Outcome:
+    """One location: the current one while it is eligible, else the heaviest, roomiest one."""
+    placed = [name for name in names if name in ctx.current]
+
+    def preference(name: str) -> tuple[bool, int, int, str]:
+        return (name in ctx.evacuating, -ctx.weight(name), -ctx.free_cpu(name), name)
+
+    chosen = min(placed or names, key=preference)
+    return _replicate(ctx, [chosen])
+
+
+def _job_settled(ctx: _Context, names: Sequence[str]) -> bool:
+    """A Job keeps its placement while all its locations stay eligible and its size holds:
+    moving a Job restarts its pods, and a child's completions cannot be changed."""
+    used = [name for name in ctx.current if ctx.held(name) > 0]
+    return (
+        ctx.obj.get("kind") == "Job"
+        and not ctx.missing
+        and bool(used)
+        and set(used) <= set(names)
+        and sum(ctx.held(name) for name in ctx.current) == ctx.total
+    )
+
+
+def _limit_locations(ctx: _Context, names: Sequence[str]) -> list[str]:
+    limit = _job_location_limit(ctx.obj)
+    if limit is None or len(names) <= limit:
+        return list(names)
+
+    def preference(name: str) -> tuple[int, int, str]:
+        return (-ctx.held(name), -ctx.weight(name), name)
+
+    return sorted(sorted(names, key=preference)[:limit])
+
+
+def _split(ctx: _Context, names: Sequence[str]) -> _Outcome:
+    """Divide the replicas by weight; evacuating locations keep theirs while others can take
+    the rest; locations short of capacity are capped and the rest goes where there is room."""
+    if ctx.total is None:
+        return _replicate(ctx, names)
+    if _job_settled(ctx, names):
+        return {name: ctx.current[name] for name in names if name in ctx.current}, None
+    names = _limit_locations(ctx, names)
+    ready = [name for name in names if name not in ctx.evacuating]
+    fixed = _keep_evacuating(ctx, names) if ready else {}
+    pool = ready or list(names)
+    shares, unplaced = _divide(ctx, ctx.total - sum(fixed.values()), pool)
+    shares.update(fixed)
+    placement: Placement = {
+        name: share for name, share in shares.items() if share > 0 or name in ctx.current
+    }
+    return placement, _unplaced_message(ctx, unplaced)
+
+
+def _keep_evacuating(ctx: _Context, names: Sequence[str]) -> dict[str, int]:
+    left = ctx.total or 0
+    fixed: dict[str, int] = {}
+    for name in names:
+        if name in ctx.evacuating:
+            fixed[name] = min(ctx.held(name), left)
+            left -= fixed[name]
+    return fixed
+
+
+def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, int], int]:
+    weights = {name: float(ctx.weight(name)) for name in pool}
+    high = ctx.strategy.max_per_location
+    caps = {
+        name: max(0, ctx.held(name) - missing)
+        for name, missing in ctx.missing.items()
+        if name in weights and missing > 0
+    }
+    result = apportion(
+        total,
+        weights,
+        minimum=ctx.strategy.min_per_location,
+        maximum=high,
+        current={name: ctx.held(name) for name in pool},
+        caps=caps,
+    )
+    shares = dict(result.shares)
+    if not (result.unplaced and caps):
+        return shares, result.unplaced
+    # No room anywhere: the rest stays pending where the strategy would put it, as on one
+    # cluster, rather than vanish from the placement.
+    room = None if high is None else {name: high - shares[name] for name in caps}
+    back = apportion(result.unplaced, {name: weights[name] for name in caps}, caps=room)
+    for name, extra in back.shares.items():
+        shares[name] += extra
+    return shares, back.unplaced
+
+
+def _unplaced_message(ctx: _Context, unplaced: int) -> str | None:
+    if not unplaced:
+        return None
+    return (
+        f"{unplaced} of {ctx.total} replicas not placed: every eligible location is at "
+        f"maxPerLocation {ctx.strategy.max_per_location}"
+    )
+
+
+def _place(ctx: _Context) -> _Outcome:
+    names = sorted(ctx.locations)
+    if ctx.strategy.type == "Single":
+        return _single(ctx, names)
+    spread = _spread(ctx, names)
+    if not spread:
+        return None, (
+            f"no eligible location has the spreadBy label {ctx.strategy.spread_by}: "
+            + ", ".join(names)
+        )
+    if ctx.strategy.type == "Replicate":
+        return _replicate(ctx, spread)
+    return _split(ctx, spread)
+
+
+# --- explaining -------------------------------------------------------------------------------
+
+
+def _changes(
+    current: Mapping[str, int | None],
+    placement: Placement,
+    verdicts: Mapping[str, Verdict],
+    missing: Mapping[str, int],
+) -> tuple[str, ...]:
+    """One line per location that changed: evacuations first, then arrivals, then scaling."""
+    gone = sorted(set(current) - set(placement))
+    new = sorted(set(placement) - set(current))
+    lines = [f"evacuated {name}: {_why_gone(verdicts.get(name))}" for name in gone]
+    why_new = _why_new(current, placement, gone, missing)
+    lines += [f"{'placed in' if not current else 'spilled into'} {name}{why_new}" for name in new]
+    for name in sorted(set(current) & set(placement)):
+        old, now = current[name], placement[name]
+        if old != now:
+            short = f": {missing[name]} replicas unschedulable there" if missing.get(name) else ""
+            lines.append(f"scaled {name} {old} -> {now}{short}")
+    return tuple(lines)
+
+
+def _why_gone(verdict: Verdict | None) -> str:
+    if verdict is None:
+        return "location removed"
+    return verdict.reason if not verdict.eligible else "not chosen by the strategy"
+
+
+def _why_new(
+    current: Mapping[str, int | None],
+    placement: Placement,
+    gone: Sequence[str],
+    missing: Mapping[str, int],
+) -> str:
+    if not current:
+        return ""
+    if gone:
+        return f": replacing {', '.join(gone)}"
+    short = sorted(name for name, count in missing.items() if count > 0 and name in current)
+    if short:
+        return f": no room in {', '.join(short)}"
+    if sum(v or 0 for v in placement.values()) > sum(v or 0 for v in current.values()):
+        return ": scaled up"
+    return ": new eligible location"
+
+
+def _no_eligible(verdicts: Sequence[Verdict]) -> str:
+    if not verdicts:
+        return "no eligible location: there are no locations"
+    return "no eligible location: " + "; ".join(f"{v.location}: {v.reason}" for v in verdicts)
+
+
+# --- the engine -------------------------------------------------------------------------------
+
+
+def decide(
+    obj: Mapping[str, Any],
+    strategy: Strategy,
+    candidates: Sequence[Candidate],
+    current: Mapping[str, int | None],
+    now: float,
+    settings: Settings = Settings(),
+    missing_capacity: Mapping[str, int] | None = None,
+) -> Decision:
+    """Place `obj` by `strategy` on `candidates`, given its `current` placement.
+
+    `missing_capacity` counts, per location, replicas that stayed unschedulable there past the
+    grace period: that location is capped at what actually runs and the rest goes elsewhere.
+    """
+    by_name = {candidate.name: candidate for candidate in candidates}
+    if len(by_name) != len(candidates):
+        raise ValueError("candidates must have distinct names")
+    verdicts = tuple(
+        _verdict(by_name[name], obj, strategy, name in current, now, settings)
+        for name in sorted(by_name)
+    )
+    eligible = {v.location: by_name[v.location] for v in verdicts if v.eligible}
+    unchanged = dict(sorted(current.items()))
+    if not eligible:
+        return Decision(unchanged, verdicts, _no_eligible(verdicts), ())
+    ctx = _Context(
+        obj=obj,
+        strategy=strategy,
+        locations=eligible,
+        current={name: value for name, value in current.items() if name in eligible},
+        evacuating=frozenset(name for name, c in eligible.items() if not c.ready),
+        total=total_replicas(obj),
+        missing=dict(missing_capacity or {}),
+    )
+    placement, problem = _place(ctx)
+    if placement is None:
+        return Decision(unchanged, verdicts, problem, ())
+    placement = dict(sorted(placement.items()))
+    missing = {name: count for name, count in ctx.missing.items() if name in placement}
+    changes = _changes(current, placement, {v.location: v for v in verdicts}, missing)
+    return Decision(placement, verdicts, problem, changes)

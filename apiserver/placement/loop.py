@@ -1,0 +1,385 @@
+"""The placement loop: keep `kmc.dev/placement` on every hub object equal to what `decide` says.
+
+It watches hub workloads, the objects their pod templates refer to, Namespaces (inherited
+strategies, exclusion) and Locations, and re-decides a workload whenever any input changes:
+its own spec or strategy, its namespace, or any Location. Decisions that depend on time
+(a grace period running out, a cooldown ending) are looked at again when they are due.
+
+Its only outputs are the placement annotation, the `kmc.dev/Placed` condition and Events.
+A strategy that does not parse changes nothing: the previous placement stays, and the
+condition and a Warning Event say what is wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import logging
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from apiserver.kube import events
+from apiserver.kube.client import Kube, Obj
+from apiserver.kube.informer import Informer, key_of
+from apiserver.locations.fleet import Fleet
+from apiserver.locations.model import Location
+from apiserver.placement import engine
+from apiserver.placement.dependencies import follow, pod_spec_of, references
+from apiserver.placement.quantity import parse_quantity
+from apiserver.placement.schemas import SchemaCache
+from apiserver.placement.strategy import StrategyError, effective_strategy
+from apiserver.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+PLACEMENT = "kmc.dev/placement"
+STRATEGY = "kmc.dev/strategy"
+EXCLUDE = "kmc.dev/exclude"
+PLACED = "kmc.dev/Placed"
+COMPONENT = "kmc-placement"
+NEVER_PLACED = frozenset({"kube-system", "kube-public", "kube-node-lease", "kmc-system"})
+
+# kind -> (API prefix, plural)
+WORKLOADS = {
+    "Deployment": ("/apis/apps/v1", "deployments"),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets"),
+    "ReplicaSet": ("/apis/apps/v1", "replicasets"),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets"),
+    "Job": ("/apis/batch/v1", "jobs"),
+}
+DEPENDENCIES = {
+    "ConfigMap": ("/api/v1", "configmaps"),
+    "Secret": ("/api/v1", "secrets"),
+    "ServiceAccount": ("/api/v1", "serviceaccounts"),
+}
+KINDS = {**WORKLOADS, **DEPENDENCIES}
+
+
+@dataclass(frozen=True)
+class Settings:
+    grace: float = 60.0
+    cooldown: float = 60.0
+    workers: int = 2
+    resync: float = 60.0  # safety net: every object is looked at again this often
+
+
+def object_path(kind: str, namespace: str, name: str, subresource: str = "") -> str:
+    prefix, plural = KINDS[kind]
+    return f"{prefix}/namespaces/{namespace}/{plural}/{name}" + (
+        f"/{subresource}" if subresource else ""
+    )
+
+
+def read_placement(obj: Obj) -> dict[str, int | None]:
+    text = (obj["metadata"].get("annotations") or {}).get(PLACEMENT)
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v if isinstance(v, int) else None for k, v in value.items()}
+
+
+def placement_text(placement: dict[str, int | None]) -> str:
+    return json.dumps(dict(sorted(placement.items())), separators=(",", ":"))
+
+
+class PlacementLoop:
+    def __init__(
+        self, hub: Kube, fleet: Fleet, locations: Informer, settings: Settings = Settings()
+    ) -> None:
+        self.hub = hub
+        self.settings = settings
+        self.locations = locations
+        self.schemas = SchemaCache(fleet)
+        self.queue = WorkQueue()
+        self.informers = {
+            kind: Informer(hub, f"{prefix}/{plural}", self._on_object(kind))
+            for kind, (prefix, plural) in KINDS.items()
+        }
+        self.namespaces = Informer(hub, "/api/v1/namespaces", self._on_namespace)
+        self.users: dict[str, set[str]] = {}  # dependency key -> workload keys using it
+        self.uses: dict[str, set[str]] = {}  # workload key -> dependency keys it uses
+        locations.subscribe(self._on_location)
+
+    # -- wiring -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        tasks = [asyncio.create_task(i.run()) for i in (*self.informers.values(), self.namespaces)]
+        await asyncio.gather(*(i.synced.wait() for i in self.informers.values()))
+        await self.namespaces.synced.wait()
+        await self.locations.synced.wait()
+        self._enqueue_all()
+        tasks += [
+            asyncio.create_task(self.queue.work(self.reconcile, __name__))
+            for _ in range(self.settings.workers)
+        ]
+        tasks.append(asyncio.create_task(self._resync()))
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    @property
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in (*self.informers.values(), self.namespaces))
+
+    def _on_object(self, kind: str) -> Any:
+        async def handler(_: str, obj: Obj) -> None:
+            self.queue.add(f"{kind}|{key_of(obj)}")
+
+        return handler
+
+    async def _on_namespace(self, _: str, ns: Obj) -> None:
+        name = ns["metadata"]["name"]
+        for kind, informer in self.informers.items():
+            for key in list(informer.cache):
+                if key.split("/", 1)[0] == name:
+                    self.queue.add(f"{kind}|{key}")
+
+    async def _on_location(self, _: str, __: Obj) -> None:
+        self._enqueue_all(WORKLOADS)
+
+    def _enqueue_all(self, kinds: dict[str, Any] = KINDS) -> None:
+        for kind in kinds:
+            for key in list(self.informers[kind].cache):
+                self.queue.add(f"{kind}|{key}")
+
+    async def _resync(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.resync)
+            self._enqueue_all()
+
+    # -- reconciling ----------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> None:
+        kind, cache_key = key.split("|", 1)
+        obj = self.informers[kind].get(cache_key)
+        if obj is None:
+            self._forget_uses(key)
+            return
+        obj.setdefault("kind", kind)
+        obj.setdefault("apiVersion", KINDS[kind][0].removeprefix("/apis/").removeprefix("/api/"))
+        namespace = obj["metadata"]["namespace"]
+        ns = self.namespaces.get(namespace) or {"metadata": {"name": namespace}}
+        if namespace in NEVER_PLACED or (ns["metadata"].get("labels") or {}).get(EXCLUDE) == "true":
+            return
+        if kind in DEPENDENCIES and STRATEGY not in (obj["metadata"].get("annotations") or {}):
+            await self._follow_users(key, obj)
+            return
+        where = f"{KINDS[kind][1]} {cache_key}"
+        try:
+            strategy, _ = effective_strategy(
+                (obj["metadata"].get("annotations") or {}).get(STRATEGY),
+                (ns["metadata"].get("annotations") or {}).get(STRATEGY),
+                kind,
+                where,
+            )
+        except StrategyError as err:
+            await self._condition(obj, "False", "InvalidStrategy", str(err), warn=True)
+            return
+        now = time.time()
+        candidates = [await self._candidate(loc, obj) for loc in self.locations.items()]
+        current = read_placement(obj)
+        decision = engine.decide(
+            obj,
+            strategy,
+            candidates,
+            current,
+            now,
+            engine.Settings(grace=self.settings.grace, cooldown=self.settings.cooldown),
+        )
+        if decision.placement != current:
+            await self._write_placement(obj, decision.placement)
+            await self._announce(obj, current, decision)
+        if decision.unplaceable:
+            await self._condition(obj, "False", "Unplaceable", decision.unplaceable, warn=True)
+        else:
+            await self._condition(obj, "True", "Placed", _describe(decision.placement))
+        if kind in WORKLOADS:
+            self._track_uses(key, obj)
+        self._look_again_when_due(key, candidates, current, now)
+
+    async def _candidate(self, raw: Obj, obj: Obj) -> engine.Candidate:
+        location = Location.model_validate(raw)
+        status = location.status
+        ready = status.condition("Ready")
+        schemas: dict[str, engine.FieldChecker] = {}
+        api_key = f"{obj['apiVersion']}/{obj['kind']}"
+        if ready and ready.status == "True" and status.kubernetes_version:
+            checker = await self.schemas.checker(
+                location.name, status.kubernetes_version, obj["apiVersion"], obj["kind"]
+            )
+            if checker is not None:
+                schemas[api_key] = checker
+        return engine.Candidate(
+            name=location.name,
+            labels=location.labels,
+            taints=tuple(engine.Taint(t.key, t.value, t.effect) for t in location.spec.taints),
+            unschedulable=location.spec.unschedulable,
+            ready=bool(ready and ready.status == "True"),
+            ready_changed_at=_epoch(ready.last_transition_time if ready else None),
+            served=frozenset(status.resources),
+            schemas=schemas,
+            free=_free(status.allocatable, status.requested),
+        )
+
+    async def _follow_users(self, key: str, obj: Obj) -> None:
+        """A dependency goes exactly where the workloads that use it are."""
+        placements = []
+        for user in sorted(self.users.get(key, ())):
+            kind, cache_key = user.split("|", 1)
+            workload = self.informers[kind].get(cache_key)
+            if workload is not None:
+                placements.append(read_placement(workload))
+        placement: dict[str, int | None] = dict(follow(placements))
+        current = read_placement(obj)
+        has_annotation = PLACEMENT in (obj["metadata"].get("annotations") or {})
+        if placement != current or (placement and not has_annotation):
+            await self._write_placement(obj, placement)
+
+    def _track_uses(self, key: str, obj: Obj) -> None:
+        namespace = obj["metadata"]["namespace"]
+        spec = pod_spec_of(obj)
+        refs = {f"{kind}|{namespace}/{name}" for kind, name in (references(spec) if spec else ())}
+        for dep in self.uses.get(key, set()) | refs:
+            if dep in refs:
+                self.users.setdefault(dep, set()).add(key)
+            else:
+                self.users.get(dep, set()).discard(key)
+            self.queue.add(dep)
+        self.uses[key] = refs
+
+    def _forget_uses(self, key: str) -> None:
+        for dep in self.uses.pop(key, set()):
+            self.users.get(dep, set()).discard(key)
+            self.queue.add(dep)
+
+    def _look_again_when_due(
+        self, key: str, candidates: list[engine.Candidate], current: dict[str, Any], now: float
+    ) -> None:
+        """Grace periods and cooldowns end without any event: schedule a look for then."""
+        due = []
+        for c in candidates:
+            if not c.ready and c.name in current:
+                due.append(c.ready_changed_at + self.settings.grace)
+            elif c.ready and c.name not in current:
+                due.append(c.ready_changed_at + self.settings.cooldown)
+        future = [d for d in due if d > now]
+        if future:
+            self.queue.add_after(key, min(future) - now + 0.5)
+
+    # -- writing --------------------------------------------------------------------------
+
+    async def _write_placement(self, obj: Obj, placement: dict[str, int | None]) -> None:
+        meta = obj["metadata"]
+        patch = {
+            "metadata": {
+                "resourceVersion": meta["resourceVersion"],  # a stale view fails, and retries
+                "annotations": {PLACEMENT: placement_text(placement)},
+            }
+        }
+        await self.hub.merge_patch(object_path(obj["kind"], meta["namespace"], meta["name"]), patch)
+        log.info(
+            "%s %s/%s placed: %s",
+            obj["kind"],
+            meta["namespace"],
+            meta["name"],
+            _describe(placement),
+        )
+
+    async def _announce(self, obj: Obj, current: dict[str, Any], decision: engine.Decision) -> None:
+        if not current:
+            message = f"placed on {_describe(decision.placement)}"
+            await events.record(self.hub, obj, "Normal", "Placed", message, COMPONENT)
+            return
+        for change in decision.changes:
+            await events.record(self.hub, obj, "Normal", _reason(change), change, COMPONENT)
+
+    async def _condition(
+        self, obj: Obj, status: str, reason: str, message: str, warn: bool = False
+    ) -> None:
+        """Set `kmc.dev/Placed` (kinds with a status), with a Warning Event when it turns bad."""
+        old = next(
+            (c for c in (obj.get("status") or {}).get("conditions", []) if c["type"] == PLACED),
+            None,
+        )
+        if old and (old["status"], old.get("reason"), old.get("message")) == (
+            status,
+            reason,
+            message,
+        ):
+            return
+        if warn:
+            await events.record(self.hub, obj, "Warning", reason, message, COMPONENT)
+        if obj["kind"] not in WORKLOADS:
+            return
+        since = old["lastTransitionTime"] if old and old["status"] == status else _now()
+        condition = {
+            "type": PLACED,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastUpdateTime": _now(),
+            "lastTransitionTime": since,
+        }
+        meta = obj["metadata"]
+        body = {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "status": {"conditions": [condition]},
+        }
+        path = object_path(obj["kind"], meta["namespace"], meta["name"], "status")
+        await self.hub.apply(path, body, manager=COMPONENT)
+
+
+def _describe(placement: dict[str, int | None]) -> str:
+    if not placement:
+        return "nowhere"
+    return ", ".join(k if v is None else f"{k}={v}" for k, v in sorted(placement.items()))
+
+
+def _reason(change: str) -> str:
+    for prefix, reason in (
+        ("spilled", "SpilledOver"),
+        ("evacuated", "Evacuated"),
+        ("scaled", "Rebalanced"),
+    ):
+        if change.startswith(prefix):
+            return reason
+    return "Placed"
+
+
+def _free(allocatable: dict[str, str], requested: dict[str, str]) -> engine.Resources | None:
+    if not allocatable:
+        return None
+
+    def room(name: str, unit: Fraction) -> int:
+        total = parse_quantity(allocatable.get(name, "0")) - parse_quantity(
+            requested.get(name, "0")
+        )
+        return max(0, int(total / unit))
+
+    return engine.Resources(
+        cpu_milli=room("cpu", Fraction(1, 1000)),
+        memory=room("memory", Fraction(1)),
+        pods=room("pods", Fraction(1)),
+    )
+
+
+def _epoch(timestamp: str | None) -> float:
+    if not timestamp:
+        return 0.0
+    return datetime.datetime.fromisoformat(timestamp).timestamp()
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

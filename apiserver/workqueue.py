@@ -1,0 +1,70 @@
+"""A work queue of keys for level-based reconcilers (after client-go's workqueue).
+
+A key waits in the queue at most once however often it is added; while a worker holds a
+key, adding it again marks it dirty and it is queued once more when the worker is done. So
+one worker per key at a time, and no change is lost. Failed keys come back after a per-key
+exponential backoff; `add_after` schedules a look at a deadline (grace periods).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from apiserver.kube.informer import Backoff
+
+
+class WorkQueue:
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._queued: set[str] = set()
+        self._active: set[str] = set()
+        self._dirty: set[str] = set()
+        self._backoff: dict[str, Backoff] = {}
+
+    def add(self, key: str) -> None:
+        if key in self._active:
+            self._dirty.add(key)
+        elif key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    def add_after(self, key: str, delay: float) -> None:
+        asyncio.get_running_loop().call_later(max(delay, 0.0), self.add, key)
+
+    def __len__(self) -> int:
+        return len(self._queued)
+
+    async def _get(self) -> str:
+        key = await self._queue.get()
+        self._queued.discard(key)
+        self._active.add(key)
+        return key
+
+    def _done(self, key: str, failed: bool) -> None:
+        self._active.discard(key)
+        if failed:
+            delay = self._backoff.setdefault(key, Backoff(first=0.2, cap=60.0)).next()
+            self.add_after(key, delay)
+        else:
+            self._backoff.pop(key, None)
+        if key in self._dirty:
+            self._dirty.discard(key)
+            self.add(key)
+
+    async def work(self, reconcile: Callable[[str], Awaitable[None]], name: str) -> None:
+        """One worker: forever take a key, reconcile it, report failures with backoff."""
+        log = logging.getLogger(name)
+        while True:
+            key = await self._get()
+            failed = False
+            try:
+                await reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: reconcile failed; retrying with backoff", key)
+                failed = True
+            finally:
+                self._done(key, failed)

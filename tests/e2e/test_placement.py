@@ -1,0 +1,340 @@
+"""The placement loop on the real test bed: what `kmc.dev/placement` says for each strategy.
+
+Objects are applied to the hub with the real kubectl; the test reads the annotation the
+loop writes, the `kmc.dev/Placed` condition and the Events.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kmc_testbed import bed
+
+from .conftest import CHILDREN, Kubectl, run_testbed
+from .test_testbed import deployment
+
+Placement = dict[str, int | None]
+
+
+def placement_of(hub: Kubectl, kind: str, name: str, namespace: str) -> Placement | None:
+    obj = hub.json("get", kind, name, "-n", namespace)
+    text = (obj["metadata"].get("annotations") or {}).get("kmc.dev/placement")
+    return json.loads(text) if text else None
+
+
+def wait_placement(
+    hub: Kubectl,
+    kind: str,
+    name: str,
+    namespace: str,
+    ok: Callable[[Placement], bool] = bool,
+    timeout: float = 30.0,
+) -> Placement:
+    deadline = time.monotonic() + timeout
+    while True:
+        placement = placement_of(hub, kind, name, namespace)
+        if placement is not None and ok(placement):
+            return placement
+        assert time.monotonic() < deadline, f"{kind}/{name}: placement stayed {placement}"
+        time.sleep(0.5)
+
+
+def expect_placement(
+    hub: Kubectl, kind: str, name: str, namespace: str, expected: Placement
+) -> None:
+    """Wait for exactly `expected` (a child still cooling down from an earlier test joins late)."""
+    wait_placement(hub, kind, name, namespace, lambda p: p == expected)
+
+
+def wait_locations_settled(hub: Kubectl) -> None:
+    """Every child Ready for longer than the cooldown, so a first decision uses them all."""
+    deadline = time.monotonic() + 60
+    while True:
+        now = datetime.datetime.now(datetime.UTC)
+        settled = True
+        for loc in hub.json("get", "locations")["items"]:
+            ready = [c for c in loc.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
+            since = (
+                datetime.datetime.fromisoformat(ready[0]["lastTransitionTime"]) if ready else now
+            )
+            if (
+                not ready
+                or ready[0]["status"] != "True"
+                or (now - since).total_seconds() < bed.GRACE + 1
+            ):
+                settled = False
+        if settled:
+            return
+        assert time.monotonic() < deadline, "locations did not settle"
+        time.sleep(0.5)
+
+
+def with_strategy(obj: dict[str, Any], strategy: dict[str, Any]) -> dict[str, Any]:
+    obj["metadata"].setdefault("annotations", {})["kmc.dev/strategy"] = json.dumps(strategy)
+    return obj
+
+
+def placed_condition(hub: Kubectl, kind: str, name: str, namespace: str) -> dict[str, Any]:
+    conditions = (
+        hub.json("get", kind, name, "-n", namespace).get("status", {}).get("conditions", [])
+    )
+    return next((c for c in conditions if c["type"] == "kmc.dev/Placed"), {})
+
+
+def events_of(hub: Kubectl, namespace: str, name: str) -> list[dict[str, Any]]:
+    items = hub.json("get", "events", "-n", namespace)["items"]
+    return [e for e in items if e["involvedObject"]["name"] == name]
+
+
+def test_five_replicas_split_two_two_one(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 5), namespace)
+    # A child restarted by an earlier test may still be in its cooldown: it joins when over.
+    placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+    assert set(placement) == set(CHILDREN)
+    assert sorted(v for v in placement.values() if v is not None) == [1, 2, 2]
+    condition = placed_condition(hub, "deployment", "web", namespace)
+    assert condition["status"] == "True" and condition["reason"] == "Placed"
+    reasons = [(e["type"], e["reason"]) for e in events_of(hub, namespace, "web")]
+    assert ("Normal", "Placed") in reasons
+    # Nothing under kmc.dev/ is needed from the user, and the spec is untouched.
+    assert hub.json("get", "deployment", "web", "-n", namespace)["spec"]["replicas"] == 5
+
+
+def test_an_outage_coagulates_after_the_grace_period_and_returns_after_cooldown(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 5), namespace)
+    wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+    run_testbed("stop", "us-west")
+    try:
+        stopped = time.monotonic()
+        # Within the grace period nothing moves (the location may come back).
+        time.sleep(bed.GRACE / 2)
+        assert "us-west" in (placement_of(hub, "deployment", "web", namespace) or {})
+        coagulated = wait_placement(
+            hub, "deployment", "web", namespace, lambda p: "us-west" not in p, timeout=30
+        )
+        assert time.monotonic() - stopped >= bed.GRACE
+        assert sum(v or 0 for v in coagulated.values()) == 5
+        assert set(coagulated) == {"us-east", "eu-west"}
+    finally:
+        run_testbed("start", "us-west")
+    returned = wait_placement(
+        hub, "deployment", "web", namespace, lambda p: "us-west" in p, timeout=40
+    )
+    assert sum(v or 0 for v in returned.values()) == 5
+    moved = sum(max(0, (returned.get(k) or 0) - (coagulated.get(k) or 0)) for k in returned)
+    assert moved == min(returned.values(), key=lambda v: v or 0)  # only what us-west got
+    reasons = {e["reason"] for e in events_of(hub, namespace, "web")}
+    assert {"Evacuated", "SpilledOver"} <= reasons
+
+
+def test_a_new_location_gets_a_share_moving_one_replica(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 5), namespace)
+    before = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+    run_testbed("add", "ap-south", "--labels", "topology.kubernetes.io/region=ap")
+    try:
+        run_testbed("install")
+        after = wait_placement(
+            hub, "deployment", "web", namespace, lambda p: "ap-south" in p, timeout=30
+        )
+        assert after["ap-south"] == 1
+        assert sum(v or 0 for v in after.values()) == 5
+        moved = sum(max(0, (before.get(k) or 0) - (after.get(k) or 0)) for k in before)
+        assert moved == 1
+    finally:
+        run_testbed("remove", "ap-south")
+    back = wait_placement(
+        hub, "deployment", "web", namespace, lambda p: "ap-south" not in p, timeout=30
+    )
+    assert sum(v or 0 for v in back.values()) == 5
+
+
+def test_region_selector_and_pin(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    us = {
+        "type": "Split",
+        "locationSelector": {"matchLabels": {"topology.kubernetes.io/region": "us"}},
+    }
+    hub.apply(with_strategy(deployment("us-only", 4), us), namespace)
+    hub.apply(
+        with_strategy(deployment("pinned", 3), {"type": "Split", "pin": ["eu-west"]}), namespace
+    )
+    expect_placement(hub, "deployment", "us-only", namespace, {"us-east": 2, "us-west": 2})
+    expect_placement(hub, "deployment", "pinned", namespace, {"eu-west": 3})
+
+
+def test_weights_and_max_per_location(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    weighted = {"type": "Split", "weights": {"us-east": 3}}
+    capped = {"type": "Split", "weights": {"us-east": 10}, "maxPerLocation": 3}
+    hub.apply(with_strategy(deployment("weighted", 8), weighted), namespace)
+    hub.apply(with_strategy(deployment("capped", 6), capped), namespace)
+    # 8 by 3:1:1 is 4.8/1.6/1.6: floors 4/1/1, the two spare replicas by largest remainder.
+    expect_placement(
+        hub,
+        "deployment",
+        "weighted",
+        namespace,
+        {
+            "eu-west": 2,
+            "us-east": 5,
+            "us-west": 1,
+        },
+    )
+    expect_placement(
+        hub,
+        "deployment",
+        "capped",
+        namespace,
+        {
+            "eu-west": 2,
+            "us-east": 3,
+            "us-west": 1,
+        },
+    )
+
+
+def test_taints_keep_out_what_does_not_tolerate_them(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    taint = {"spec": {"taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]}}
+    hub.run("patch", "location", "eu-west", "--type=merge", "-p", json.dumps(taint))
+    try:
+        tolerant = {"type": "Replicate", "tolerations": [{"key": "gpu", "operator": "Exists"}]}
+        hub.apply(deployment("plain", 3), namespace)
+        hub.apply(with_strategy(deployment("tolerant", 1), tolerant), namespace)
+        plain = wait_placement(hub, "deployment", "plain", namespace)
+        assert "eu-west" not in plain and sum(v or 0 for v in plain.values()) == 3
+        expect_placement(
+            hub,
+            "deployment",
+            "tolerant",
+            namespace,
+            {
+                "eu-west": 1,
+                "us-east": 1,
+                "us-west": 1,
+            },
+        )
+    finally:
+        hub.run("patch", "location", "eu-west", "--type=merge", "-p", '{"spec":{"taints":null}}')
+
+
+def test_jobs_daemonsets_and_namespace_strategies(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)  # a Job, once placed, stays where it started
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "crunch"},
+        "spec": {
+            "parallelism": 3,
+            "completions": 6,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "registry.example/crunch:1"}],
+                }
+            },
+        },
+    }
+    hub.apply(job, namespace)
+    expect_placement(
+        hub,
+        "job",
+        "crunch",
+        namespace,
+        {
+            "eu-west": 2,
+            "us-east": 2,
+            "us-west": 2,
+        },
+    )
+    ds = deployment("agent", 1)
+    ds["kind"] = "DaemonSet"
+    del ds["spec"]["replicas"]
+    hub.apply(ds, namespace)
+    expect_placement(hub, "daemonset", "agent", namespace, dict.fromkeys(CHILDREN))
+    hub.run("annotate", "namespace", namespace, 'kmc.dev/strategy={"type":"Single"}')
+    hub.apply(deployment("solo", 4), namespace)
+    solo = wait_placement(hub, "deployment", "solo", namespace)
+    assert len(solo) == 1 and next(iter(solo.values())) == 4
+
+
+def test_a_configmap_follows_the_workloads_that_use_it(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.run("create", "configmap", "settings", "-n", namespace, "--from-literal=a=b")
+    web = deployment("web", 2)
+    pod = web["spec"]["template"]["spec"]
+    pod["volumes"] = [{"name": "settings", "configMap": {"name": "settings"}}]
+    us = {
+        "type": "Split",
+        "locationSelector": {"matchLabels": {"topology.kubernetes.io/region": "us"}},
+    }
+    hub.apply(with_strategy(web, us), namespace)
+    expect_placement(
+        hub,
+        "configmap",
+        "settings",
+        namespace,
+        {
+            "us-east": None,
+            "us-west": None,
+        },
+    )
+
+
+def test_a_malformed_strategy_changes_nothing_and_says_why(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 3), namespace)
+    before = wait_placement(hub, "deployment", "web", namespace)
+    cases = {
+        "{not json": "not JSON",
+        '{"type":"Spread"}': '.type: must be one of Split, Replicate, Single, got "Spread"',
+        '{"type":"Split","weights":{"us-east":-1}}': ".weights.us-east: must be >= 0, got -1",
+    }
+    for text, expected in cases.items():
+        hub.run(
+            "annotate",
+            "--overwrite",
+            "deployment",
+            "web",
+            "-n",
+            namespace,
+            f"kmc.dev/strategy={text}",
+        )
+        deadline = time.monotonic() + 20
+        while (condition := placed_condition(hub, "deployment", "web", namespace)).get(
+            "reason"
+        ) != "InvalidStrategy" or expected not in condition.get("message", ""):
+            assert time.monotonic() < deadline, condition
+            time.sleep(0.5)
+        assert condition["status"] == "False"
+        assert condition["message"].startswith(f"kmc.dev/strategy on deployments {namespace}/web: ")
+        assert placement_of(hub, "deployment", "web", namespace) == before
+    warnings = [e for e in events_of(hub, namespace, "web") if e["type"] == "Warning"]
+    assert len(warnings) == len(cases)
+    assert all(e["reason"] == "InvalidStrategy" for e in warnings)

@@ -1,0 +1,242 @@
+"""Largest-remainder apportionment: exact sums, bounds, determinism, and the fewest moves."""
+
+from __future__ import annotations
+
+import math
+import random
+from fractions import Fraction
+from itertools import combinations, pairwise
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from apiserver.placement.apportion import Apportionment, apportion
+
+names = st.sampled_from([f"loc-{letter}" for letter in "abcdefgh"])
+weight_maps = st.dictionaries(names, st.integers(0, 6), min_size=1, max_size=6)
+
+
+def hamilton_quotas(total: int, weights: dict[str, int]) -> dict[str, Fraction]:
+    weight_sum = sum(weights.values())
+    if not weight_sum:
+        return {name: Fraction(total, len(weights)) for name in weights}
+    return {name: Fraction(total * weight, weight_sum) for name, weight in weights.items()}
+
+
+def fewest_moves(total: int, weights: dict[str, int], current: dict[str, int]) -> int:
+    """Brute force over every apportionment that keeps each share within one of its quota."""
+    quotas = hamilton_quotas(total, weights)
+    floors = {name: math.floor(quota) for name, quota in quotas.items()}
+    fractional = sorted(name for name in quotas if quotas[name] != floors[name])
+    seats = total - sum(floors.values())
+    best = None
+    for lucky in combinations(fractional, seats):
+        shares = {name: floors[name] + (name in lucky) for name in quotas}
+        moved = sum(max(0, share - current.get(name, 0)) for name, share in shares.items())
+        best = moved if best is None else min(best, moved)
+    assert best is not None
+    return best
+
+
+def test_five_over_three_equal_locations() -> None:
+    result = apportion(5, {"c": 1, "a": 1, "b": 1})
+    assert result == Apportionment(shares={"a": 2, "b": 2, "c": 1}, unplaced=0)
+    assert list(result.shares) == ["a", "b", "c"]
+
+
+def test_weights_divide_in_proportion() -> None:
+    assert apportion(10, {"a": 1, "b": 4}).shares == {"a": 2, "b": 8}
+    assert apportion(7, {"a": 1, "b": 2, "c": 4}).shares == {"a": 1, "b": 2, "c": 4}
+    # quotas 1.4 / 2.8 / 2.8: floors 1, 2, 2, the two seats go to the largest remainders
+    assert apportion(7, {"a": 1, "b": 2, "c": 2}).shares == {"a": 1, "b": 3, "c": 3}
+
+
+def test_zero_weight_gets_only_the_minimum_and_all_zero_means_equal() -> None:
+    assert apportion(6, {"a": 1, "b": 0}).shares == {"a": 6, "b": 0}
+    assert apportion(6, {"a": 1, "b": 0}, minimum=2).shares == {"a": 4, "b": 2}
+    assert apportion(6, {"a": 0, "b": 0, "c": 0}).shares == {"a": 2, "b": 2, "c": 2}
+
+
+def test_zero_weight_takes_the_rest_once_the_others_are_full() -> None:
+    assert apportion(10, {"a": 1, "b": 0, "c": 3}, minimum=1, maximum=4).shares == {
+        "a": 4,
+        "b": 2,
+        "c": 4,
+    }
+
+
+def test_too_few_for_the_minimums_go_by_weight_then_name() -> None:
+    result = apportion(5, {"a": 1, "b": 3, "c": 3, "d": 2}, minimum=2)
+    assert result == Apportionment(shares={"a": 0, "b": 2, "c": 2, "d": 1}, unplaced=0)
+
+
+def test_maximum_and_unplaced() -> None:
+    assert apportion(10, {"a": 1, "b": 1}, maximum=4) == Apportionment({"a": 4, "b": 4}, 2)
+    assert apportion(10, {"a": 9, "b": 1}, maximum=6).shares == {"a": 6, "b": 4}
+    assert apportion(3, {}) == Apportionment({}, 3)
+
+
+def test_caps_lower_single_locations() -> None:
+    assert apportion(7, {"a": 1, "b": 1}, caps={"a": 2}).shares == {"a": 2, "b": 5}
+    assert apportion(7, {"a": 1, "b": 1}, minimum=3, caps={"a": 1}).shares == {"a": 1, "b": 6}
+    assert apportion(7, {"a": 1, "b": 1}, caps={"a": 2, "b": 3}) == Apportionment(
+        {"a": 2, "b": 3}, 2
+    )
+
+
+def test_current_keeps_the_extra_seats_where_they_are() -> None:
+    assert apportion(5, {"a": 1, "b": 1, "c": 1}, current={"b": 2, "c": 2, "a": 1}).shares == {
+        "a": 1,
+        "b": 2,
+        "c": 2,
+    }
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({"total": -1, "weights": {"a": 1}}, "total and minimum"),
+        ({"total": 1, "weights": {"a": -1}}, "weights must be"),
+        ({"total": 1, "weights": {"a": math.nan}}, "weights must be"),
+        ({"total": 1, "weights": {"a": 1}, "minimum": 2, "maximum": 1}, "below minimum"),
+        ({"total": 1, "weights": {"a": 1}, "caps": {"a": -1}}, "caps must be"),
+    ],
+)
+def test_bad_arguments_raise(arguments: dict[str, object], error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        apportion(**arguments)  # type: ignore[arg-type]
+
+
+@given(
+    st.integers(0, 60),
+    weight_maps,
+    st.integers(0, 4),
+    st.one_of(st.none(), st.integers(0, 8)),
+    st.dictionaries(names, st.integers(0, 12)),
+)
+def test_sum_and_bounds_hold(
+    total: int, weights: dict[str, int], low: int, extra: int | None, current: dict[str, int]
+) -> None:
+    high = None if extra is None else low + extra
+    result = apportion(total, weights, minimum=low, maximum=high, current=current)
+    shares = result.shares
+    assert set(shares) == set(weights)
+    assert sum(shares.values()) + result.unplaced == total
+    assert result.unplaced >= 0
+    if result.unplaced:
+        assert high is not None and all(share == high for share in shares.values())
+    if total >= low * len(weights):
+        assert all(share >= low for share in shares.values())
+    else:
+        assert all(share <= low for share in shares.values())
+    if high is not None:
+        assert all(share <= high for share in shares.values())
+    if any(weights.values()) and total >= low * len(weights):
+        zero = [name for name, weight in weights.items() if weight == 0]
+        positive_full = all(shares[n] == high for n in weights if weights[n] > 0)
+        assert positive_full or all(shares[name] == low for name in zero)
+
+
+@given(st.integers(0, 60), weight_maps, st.dictionaries(names, st.integers(0, 12)))
+def test_unbounded_shares_are_within_one_of_their_quota(
+    total: int, weights: dict[str, int], current: dict[str, int]
+) -> None:
+    quotas = hamilton_quotas(total, weights)
+    for use_current in (None, current):
+        shares = apportion(total, weights, current=use_current).shares
+        for name, share in shares.items():
+            assert math.floor(quotas[name]) <= share <= math.ceil(quotas[name])
+
+
+@given(
+    st.integers(0, 60),
+    weight_maps,
+    st.integers(0, 3),
+    st.dictionaries(names, st.integers(0, 12)),
+    st.randoms(use_true_random=False),
+)
+def test_equal_inputs_give_equal_outputs_whatever_the_order(
+    total: int, weights: dict[str, int], low: int, current: dict[str, int], rng: random.Random
+) -> None:
+    def shuffled(mapping: dict[str, int]) -> dict[str, int]:
+        items = list(mapping.items())
+        rng.shuffle(items)
+        return dict(items)
+
+    expected = apportion(total, weights, minimum=low, maximum=low + 5, current=current)
+    again = apportion(
+        total, shuffled(weights), minimum=low, maximum=low + 5, current=shuffled(current)
+    )
+    assert again == expected
+    assert list(again.shares) == sorted(weights)
+
+
+@given(st.integers(0, 40), weight_maps, st.dictionaries(names, st.integers(0, 12)))
+def test_moves_are_the_fewest_among_quota_respecting_apportionments(
+    total: int, weights: dict[str, int], current: dict[str, int]
+) -> None:
+    result = apportion(total, weights, current=current)
+    assert result.moved(current) == fewest_moves(total, weights, current)
+
+
+@given(st.integers(0, 60), st.integers(1, 7))
+def test_adding_a_location_to_an_even_split_moves_the_minimum(total: int, count: int) -> None:
+    before = {f"old-{index}": 1 for index in range(count)}
+    current = apportion(total, before).shares
+    after = {**before, "new": 1}
+    result = apportion(total, after, current=current)
+    assert result.moved(current) == fewest_moves(total, after, current)
+    assert result.moved(current) == total // (count + 1)
+    assert result.shares["new"] == total // (count + 1)
+
+
+@given(st.integers(0, 60), st.integers(2, 7), st.data())
+def test_removing_a_location_moves_only_its_replicas(
+    total: int, count: int, data: st.DataObject
+) -> None:
+    weights = {f"loc-{index}": 1 for index in range(count)}
+    current = apportion(total, weights).shares
+    removed = data.draw(st.sampled_from(sorted(weights)))
+    del weights[removed]
+    result = apportion(total, weights, current=current)
+    assert result.moved(current) == current[removed]
+    assert all(result.shares[name] >= current[name] for name in weights)
+
+
+def test_stability_is_a_fixed_point() -> None:
+    weights = {"a": 3, "b": 1, "c": 2}
+    first = apportion(17, weights, minimum=1, maximum=8)
+    assert apportion(17, weights, minimum=1, maximum=8, current=first.shares) == first
+
+
+def water_filled(total: int, weights: dict[str, int], low: int, high: int) -> dict[str, Fraction]:
+    """Reference quotas: clamp(level * weight, low, high), the level solved exactly."""
+
+    def filled(level: Fraction) -> list[Fraction]:
+        return [min(Fraction(high), max(Fraction(low), level * w)) for w in weights.values()]
+
+    points = sorted({Fraction(0)} | {Fraction(b, w) for w in weights.values() for b in (low, high)})
+    for start, end in pairwise(points):
+        below, above = sum(filled(start)), sum(filled(end))
+        if below <= total <= above and above > below:
+            level = start + (total - below) * (end - start) / (above - below)
+            return dict(zip(weights, filled(level), strict=True))
+    return dict(zip(weights, filled(points[-1]), strict=True))
+
+
+@given(
+    st.integers(0, 60),
+    st.dictionaries(names, st.integers(1, 6), min_size=1, max_size=6),
+    st.integers(0, 4),
+    st.integers(0, 8),
+)
+def test_bounded_shares_are_within_one_of_the_water_filled_quota(
+    total: int, weights: dict[str, int], low: int, extra: int
+) -> None:
+    high = low + extra
+    assume(low * len(weights) <= total <= high * len(weights))
+    quotas = water_filled(total, weights, low, high)
+    assert sum(quotas.values()) == total
+    for name, share in apportion(total, weights, minimum=low, maximum=high).shares.items():
+        assert math.floor(quotas[name]) <= share <= math.ceil(quotas[name])
