@@ -70,12 +70,20 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         "locations": asyncio.create_task(app[LOCATIONS].run(), name="locations"),
         "placement": asyncio.create_task(app[PLACEMENT].run(), name="placement"),
     }
+    for task in app[LOOPS].values():
+        task.add_done_callback(_report_death)
     yield
     for task in app[LOOPS].values():
         task.cancel()
     for task in app[LOOPS].values():
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def _report_death(task: asyncio.Task[None]) -> None:
+    """A loop must never end while the server runs: say so loudly (and /livez fails)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.critical("loop %s died", task.get_name(), exc_info=task.exception())
 
 
 async def _ok(_: web.Request) -> web.Response:

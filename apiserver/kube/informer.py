@@ -63,8 +63,15 @@ class Informer:
         self.handlers.append(handler)
 
     async def _emit(self, kind: str, obj: Obj) -> None:
+        """Every handler sees the change; one that fails is logged and does not stop the others
+        (the next relist delivers the object again)."""
         for handler in self.handlers:
-            await handler(kind, copy.deepcopy(obj))
+            try:
+                await handler(kind, copy.deepcopy(obj))
+            except Exception:
+                log.exception(
+                    "%s %s: handler failed on %s %s", self.kube.name, self.path, kind, key_of(obj)
+                )
 
     def get(self, key: str) -> Obj | None:
         obj = self.cache.get(key)

@@ -106,6 +106,8 @@ class LocationLoop:
                 return _not_ready("Unauthorized", message + "; rejoin with fresh ones"), False
             if isinstance(err, Unreachable):
                 return _not_ready("Unreachable", str(err)), False
+            if err.reason == "NotReady":
+                return _not_ready("NotReady", str(err)), False
             return _not_ready("NotReady", f"{err.reason}: {err}"), False
         if not fields["readyNodes"]:
             fields["_ready"] = ("False", "NoReadyNodes", f"0 of {fields['nodes']} nodes are Ready")

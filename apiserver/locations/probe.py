@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from apiserver.kube.client import Kube, Obj
+from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
 from apiserver.placement.quantity import format_quantity, parse_quantity
 
 DISCOVERY_V2 = (
@@ -24,7 +24,7 @@ async def probe(kube: Kube, timeout: float = 5.0) -> dict[str, Any]:
     """The status fields a probe learns (camelCase, as stored); ApiError when it fails."""
     async with asyncio.timeout(timeout):
         _, version, nodes, pods, kinds = await asyncio.gather(
-            kube.request("GET", "/readyz", timeout=timeout),
+            _readyz(kube, timeout),
             kube.get("/version"),
             kube.get("/api/v1/nodes"),
             kube.get("/api/v1/pods", fieldSelector="status.phase!=Succeeded,status.phase!=Failed"),
@@ -41,6 +41,18 @@ async def probe(kube: Kube, timeout: float = 5.0) -> dict[str, Any]:
         "requested": _requested(pods.get("items", [])),
         "resources": kinds,
     }
+
+
+async def _readyz(kube: Kube, timeout: float) -> None:
+    """/readyz, with a failure cut down to the checks that failed (the body lists them all)."""
+    try:
+        await kube.request("GET", "/readyz", timeout=timeout)
+    except Unreachable:
+        raise
+    except ApiError as err:
+        failing = [line[3:] for line in str(err).splitlines() if line.startswith("[-]")]
+        message = "readyz failed: " + ("; ".join(failing) if failing else str(err))
+        raise ApiError.of(err.code, "NotReady", message) from err
 
 
 async def served_kinds(kube: Kube, timeout: float = 5.0) -> list[str]:

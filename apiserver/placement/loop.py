@@ -17,6 +17,7 @@ import datetime
 import json
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -42,20 +43,53 @@ PLACED = "kmc.dev/Placed"
 COMPONENT = "kmc-placement"
 NEVER_PLACED = frozenset({"kube-system", "kube-public", "kube-node-lease", "kmc-system"})
 
-# kind -> (API prefix, plural)
+
+@dataclass(frozen=True)
+class Kind:
+    """A namespaced kind the loop places; `key` is the Kind, or Kind.group for a CRD."""
+
+    key: str
+    kind: str
+    api_version: str
+    plural: str
+
+    @property
+    def collection(self) -> str:
+        """The all-namespaces list path."""
+        return f"{self._prefix}/{self.plural}"
+
+    @property
+    def _prefix(self) -> str:
+        return "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+
+    def path(self, namespace: str, name: str, subresource: str = "") -> str:
+        path = f"{self._prefix}/namespaces/{namespace}/{self.plural}/{name}"
+        return f"{path}/{subresource}" if subresource else path
+
+
+def _builtin(kind: str, api_version: str, plural: str) -> Kind:
+    return Kind(kind, kind, api_version, plural)
+
+
 WORKLOADS = {
-    "Deployment": ("/apis/apps/v1", "deployments"),
-    "StatefulSet": ("/apis/apps/v1", "statefulsets"),
-    "ReplicaSet": ("/apis/apps/v1", "replicasets"),
-    "DaemonSet": ("/apis/apps/v1", "daemonsets"),
-    "Job": ("/apis/batch/v1", "jobs"),
+    k.key: k
+    for k in (
+        _builtin("Deployment", "apps/v1", "deployments"),
+        _builtin("StatefulSet", "apps/v1", "statefulsets"),
+        _builtin("ReplicaSet", "apps/v1", "replicasets"),
+        _builtin("DaemonSet", "apps/v1", "daemonsets"),
+        _builtin("Job", "batch/v1", "jobs"),
+    )
 }
 DEPENDENCIES = {
-    "ConfigMap": ("/api/v1", "configmaps"),
-    "Secret": ("/api/v1", "secrets"),
-    "ServiceAccount": ("/api/v1", "serviceaccounts"),
+    k.key: k
+    for k in (
+        _builtin("ConfigMap", "v1", "configmaps"),
+        _builtin("Secret", "v1", "secrets"),
+        _builtin("ServiceAccount", "v1", "serviceaccounts"),
+    )
 }
-KINDS = {**WORKLOADS, **DEPENDENCIES}
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 @dataclass(frozen=True)
@@ -64,13 +98,6 @@ class Settings:
     cooldown: float = 60.0
     workers: int = 2
     resync: float = 60.0  # safety net: every object is looked at again this often
-
-
-def object_path(kind: str, namespace: str, name: str, subresource: str = "") -> str:
-    prefix, plural = KINDS[kind]
-    return f"{prefix}/namespaces/{namespace}/{plural}/{name}" + (
-        f"/{subresource}" if subresource else ""
-    )
 
 
 def read_placement(obj: Obj) -> dict[str, int | None]:
@@ -99,11 +126,14 @@ class PlacementLoop:
         self.locations = locations
         self.schemas = SchemaCache(fleet)
         self.queue = WorkQueue()
+        self.kinds = {**WORKLOADS, **DEPENDENCIES}
         self.informers = {
-            kind: Informer(hub, f"{prefix}/{plural}", self._on_object(kind))
-            for kind, (prefix, plural) in KINDS.items()
+            key: Informer(hub, kind.collection, self._on_object(key))
+            for key, kind in self.kinds.items()
         }
         self.namespaces = Informer(hub, "/api/v1/namespaces", self._on_namespace)
+        self.crds = Informer(hub, CRDS, self._on_crd)
+        self._custom: dict[str, asyncio.Task[None]] = {}  # informers of CRD kinds
         self.users: dict[str, set[str]] = {}  # dependency key -> workload keys using it
         self.uses: dict[str, set[str]] = {}  # workload key -> dependency keys it uses
         locations.subscribe(self._on_location)
@@ -111,9 +141,13 @@ class PlacementLoop:
     # -- wiring -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        tasks = [asyncio.create_task(i.run()) for i in (*self.informers.values(), self.namespaces)]
+        tasks = [
+            asyncio.create_task(i.run())
+            for i in (*self.informers.values(), self.namespaces, self.crds)
+        ]
         await asyncio.gather(*(i.synced.wait() for i in self.informers.values()))
         await self.namespaces.synced.wait()
+        await self.crds.synced.wait()
         await self.locations.synced.wait()
         self._enqueue_all()
         tasks += [
@@ -124,7 +158,7 @@ class PlacementLoop:
         try:
             await asyncio.gather(*tasks)
         finally:
-            for task in tasks:
+            for task in [*tasks, *self._custom.values()]:
                 task.cancel()
 
     @property
@@ -137,6 +171,36 @@ class PlacementLoop:
 
         return handler
 
+    async def _on_crd(self, event: str, crd: Obj) -> None:
+        """Objects of a namespaced CRD are placed when they carry a strategy: watch them."""
+        spec = crd.get("spec", {})
+        version = next((v["name"] for v in spec.get("versions", []) if v.get("storage")), None)
+        if spec.get("scope") != "Namespaced" or version is None:
+            return
+        group, names = spec["group"], spec["names"]
+        kind = Kind(
+            f"{names['kind']}.{group}", names["kind"], f"{group}/{version}", names["plural"]
+        )
+        established = any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (crd.get("status") or {}).get("conditions") or []
+        )
+        if event == "DELETED" or not established:
+            task = self._custom.pop(kind.key, None)
+            if task:
+                task.cancel()
+            self.informers.pop(kind.key, None)
+            self.kinds.pop(kind.key, None)
+            return
+        if self.kinds.get(kind.key) == kind:
+            return
+        old = self._custom.pop(kind.key, None)
+        if old:
+            old.cancel()
+        self.kinds[kind.key] = kind
+        self.informers[kind.key] = Informer(self.hub, kind.collection, self._on_object(kind.key))
+        self._custom[kind.key] = asyncio.create_task(self.informers[kind.key].run())
+
     async def _on_namespace(self, _: str, ns: Obj) -> None:
         name = ns["metadata"]["name"]
         for kind, informer in self.informers.items():
@@ -145,11 +209,12 @@ class PlacementLoop:
                     self.queue.add(f"{kind}|{key}")
 
     async def _on_location(self, _: str, __: Obj) -> None:
-        self._enqueue_all(WORKLOADS)
+        self._enqueue_all([k for k in self.kinds if k not in DEPENDENCIES])
 
-    def _enqueue_all(self, kinds: dict[str, Any] = KINDS) -> None:
-        for kind in kinds:
-            for key in list(self.informers[kind].cache):
+    def _enqueue_all(self, kinds: Iterable[str] | None = None) -> None:
+        for kind in list(kinds if kinds is not None else self.informers):
+            informer = self.informers.get(kind)
+            for key in list(informer.cache if informer else ()):
                 self.queue.add(f"{kind}|{key}")
 
     async def _resync(self) -> None:
@@ -161,29 +226,33 @@ class PlacementLoop:
 
     async def reconcile(self, key: str) -> None:
         kind, cache_key = key.split("|", 1)
-        obj = self.informers[kind].get(cache_key)
-        if obj is None:
+        informer, info = self.informers.get(kind), self.kinds.get(kind)
+        obj = informer.get(cache_key) if informer else None
+        if obj is None or info is None:
             self._forget_uses(key)
             return
-        obj.setdefault("kind", kind)
-        obj.setdefault("apiVersion", KINDS[kind][0].removeprefix("/apis/").removeprefix("/api/"))
+        obj.setdefault("kind", info.kind)
+        obj.setdefault("apiVersion", info.api_version)
+        annotations = obj["metadata"].get("annotations") or {}
         namespace = obj["metadata"]["namespace"]
         ns = self.namespaces.get(namespace) or {"metadata": {"name": namespace}}
         if namespace in NEVER_PLACED or (ns["metadata"].get("labels") or {}).get(EXCLUDE) == "true":
             return
-        if kind in DEPENDENCIES and STRATEGY not in (obj["metadata"].get("annotations") or {}):
-            await self._follow_users(key, obj)
+        if kind in DEPENDENCIES and STRATEGY not in annotations:
+            await self._follow_users(info, key, obj)
             return
-        where = f"{KINDS[kind][1]} {cache_key}"
+        if kind not in WORKLOADS and kind not in DEPENDENCIES and STRATEGY not in annotations:
+            return  # other kinds are placed only when asked to
+        where = f"{info.plural} {cache_key}"
         try:
             strategy, _ = effective_strategy(
-                (obj["metadata"].get("annotations") or {}).get(STRATEGY),
+                annotations.get(STRATEGY),
                 (ns["metadata"].get("annotations") or {}).get(STRATEGY),
                 kind,
                 where,
             )
         except StrategyError as err:
-            await self._condition(obj, "False", "InvalidStrategy", str(err), warn=True)
+            await self._condition(info, obj, "False", "InvalidStrategy", str(err), warn=True)
             return
         now = time.time()
         candidates = [await self._candidate(loc, obj) for loc in self.locations.items()]
@@ -197,12 +266,14 @@ class PlacementLoop:
             engine.Settings(grace=self.settings.grace, cooldown=self.settings.cooldown),
         )
         if decision.placement != current:
-            await self._write_placement(obj, decision.placement)
+            await self._write_placement(info, obj, decision.placement)
             await self._announce(obj, current, decision)
         if decision.unplaceable:
-            await self._condition(obj, "False", "Unplaceable", decision.unplaceable, warn=True)
+            await self._condition(
+                info, obj, "False", "Unplaceable", decision.unplaceable, warn=True
+            )
         else:
-            await self._condition(obj, "True", "Placed", _describe(decision.placement))
+            await self._condition(info, obj, "True", "Placed", _describe(decision.placement))
         if kind in WORKLOADS:
             self._track_uses(key, obj)
         self._look_again_when_due(key, candidates, current, now)
@@ -231,7 +302,7 @@ class PlacementLoop:
             free=_free(status.allocatable, status.requested),
         )
 
-    async def _follow_users(self, key: str, obj: Obj) -> None:
+    async def _follow_users(self, info: Kind, key: str, obj: Obj) -> None:
         """A dependency goes exactly where the workloads that use it are."""
         placements = []
         for user in sorted(self.users.get(key, ())):
@@ -243,7 +314,7 @@ class PlacementLoop:
         current = read_placement(obj)
         has_annotation = PLACEMENT in (obj["metadata"].get("annotations") or {})
         if placement != current or (placement and not has_annotation):
-            await self._write_placement(obj, placement)
+            await self._write_placement(info, obj, placement)
 
     def _track_uses(self, key: str, obj: Obj) -> None:
         namespace = obj["metadata"]["namespace"]
@@ -278,7 +349,9 @@ class PlacementLoop:
 
     # -- writing --------------------------------------------------------------------------
 
-    async def _write_placement(self, obj: Obj, placement: dict[str, int | None]) -> None:
+    async def _write_placement(
+        self, info: Kind, obj: Obj, placement: dict[str, int | None]
+    ) -> None:
         meta = obj["metadata"]
         patch = {
             "metadata": {
@@ -286,7 +359,7 @@ class PlacementLoop:
                 "annotations": {PLACEMENT: placement_text(placement)},
             }
         }
-        await self.hub.merge_patch(object_path(obj["kind"], meta["namespace"], meta["name"]), patch)
+        await self.hub.merge_patch(info.path(meta["namespace"], meta["name"]), patch)
         log.info(
             "%s %s/%s placed: %s",
             obj["kind"],
@@ -304,7 +377,7 @@ class PlacementLoop:
             await events.record(self.hub, obj, "Normal", _reason(change), change, COMPONENT)
 
     async def _condition(
-        self, obj: Obj, status: str, reason: str, message: str, warn: bool = False
+        self, info: Kind, obj: Obj, status: str, reason: str, message: str, warn: bool = False
     ) -> None:
         """Set `kmc.dev/Placed` (kinds with a status), with a Warning Event when it turns bad."""
         old = next(
@@ -319,7 +392,7 @@ class PlacementLoop:
             return
         if warn:
             await events.record(self.hub, obj, "Warning", reason, message, COMPONENT)
-        if obj["kind"] not in WORKLOADS:
+        if info.key not in WORKLOADS:
             return
         since = old["lastTransitionTime"] if old and old["status"] == status else _now()
         condition = {
@@ -327,7 +400,6 @@ class PlacementLoop:
             "status": status,
             "reason": reason,
             "message": message,
-            "lastUpdateTime": _now(),
             "lastTransitionTime": since,
         }
         meta = obj["metadata"]
@@ -337,7 +409,7 @@ class PlacementLoop:
             "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
             "status": {"conditions": [condition]},
         }
-        path = object_path(obj["kind"], meta["namespace"], meta["name"], "status")
+        path = info.path(meta["namespace"], meta["name"], "status")
         await self.hub.apply(path, body, manager=COMPONENT)
 
 

@@ -338,3 +338,64 @@ def test_a_malformed_strategy_changes_nothing_and_says_why(
     warnings = [e for e in events_of(hub, namespace, "web") if e["type"] == "Warning"]
     assert len(warnings) == len(cases)
     assert all(e["reason"] == "InvalidStrategy" for e in warnings)
+
+
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def test_a_crd_object_goes_where_its_api_is_served_and_leaves_where_it_goes_away(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    serving = ("us-east", "eu-west")
+    for cluster in ("hub", *serving):
+        kubectl[cluster].apply(WIDGET_CRD)
+        kubectl[cluster].run("wait", "--for=condition=Established", "crd/widgets.example.com")
+    try:
+        deadline = time.monotonic() + 30
+        while not all(
+            "example.com/v1/Widget" in hub.json("get", "location", loc)["status"]["resources"]
+            for loc in serving
+        ):
+            assert time.monotonic() < deadline, "the locations never reported the Widget API"
+            time.sleep(0.5)
+        widget = {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "gadget"},
+            "spec": {"size": 3},
+        }
+        hub.apply(with_strategy(widget, {"type": "Replicate"}), namespace)
+        expect_placement(hub, "widget", "gadget", namespace, {"eu-west": None, "us-east": None})
+        # The API goes away in one location: the object leaves it, and an Event says why.
+        kubectl["eu-west"].run("delete", "crd", "widgets.example.com")
+        expect_placement(hub, "widget", "gadget", namespace, {"us-east": None})
+        messages = [e["message"] for e in events_of(hub, namespace, "gadget")]
+        assert "evacuated eu-west: example.com/v1 Widget not served" in messages
+    finally:
+        for cluster in ("hub", *serving):
+            kubectl[cluster].run("delete", "crd", "widgets.example.com", "--ignore-not-found")
