@@ -177,7 +177,10 @@ def _decode(status: int, text: str, method: str, path: str) -> Any:
         return payload if payload is not None else {}
     if isinstance(payload, dict) and payload.get("kind") == "Status":
         raise ApiError(payload)
-    raise ApiError.of(status, _reason_of(status), f"{method} {path}: {text.strip()[:300]}")
+    # Health endpoints list every check; the failing ones ("[-]…") are what matters.
+    failing = [line[3:] for line in text.splitlines() if line.startswith("[-]")]
+    detail = "; ".join(failing) if failing else text.strip()[:300]
+    raise ApiError.of(status, _reason_of(status), f"{method} {path}: {detail}")
 
 
 def _reason_of(code: int) -> str:

@@ -65,7 +65,8 @@ class LocationLoop:
         self._probers[name] = (spec_key, task)
 
     async def _prober(self, name: str) -> None:
-        backoff = Backoff(first=self.settings.interval, cap=60.0)
+        # A child that just restarted is back within seconds: retry soon, not minutes later.
+        backoff = Backoff(first=self.settings.interval, cap=6 * self.settings.interval)
         last_written: tuple[Any, float] | None = None
         while True:
             obj = self.informer.get(name)

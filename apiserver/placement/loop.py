@@ -89,6 +89,9 @@ DEPENDENCIES = {
         _builtin("ServiceAccount", "v1", "serviceaccounts"),
     )
 }
+# A namespace's quota goes where its workloads are, weighted by the replicas there; the sync
+# loop divides `spec.hard` by those weights (quota.divide_quota).
+QUOTA = _builtin("ResourceQuota", "v1", "resourcequotas")
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -126,7 +129,7 @@ class PlacementLoop:
         self.locations = locations
         self.schemas = SchemaCache(fleet)
         self.queue = WorkQueue()
-        self.kinds = {**WORKLOADS, **DEPENDENCIES}
+        self.kinds = {**WORKLOADS, **DEPENDENCIES, QUOTA.key: QUOTA}
         self.informers = {
             key: Informer(hub, kind.collection, self._on_object(key))
             for key, kind in self.kinds.items()
@@ -168,8 +171,16 @@ class PlacementLoop:
     def _on_object(self, kind: str) -> Any:
         async def handler(_: str, obj: Obj) -> None:
             self.queue.add(f"{kind}|{key_of(obj)}")
+            if kind in WORKLOADS:
+                self._enqueue_namespace(QUOTA.key, obj["metadata"]["namespace"])
 
         return handler
+
+    def _enqueue_namespace(self, kind: str, namespace: str) -> None:
+        informer = self.informers.get(kind)
+        for key in list(informer.cache if informer else ()):
+            if key.split("/", 1)[0] == namespace:
+                self.queue.add(f"{kind}|{key}")
 
     async def _on_crd(self, event: str, crd: Obj) -> None:
         """Objects of a namespaced CRD are placed when they carry a strategy: watch them."""
@@ -202,11 +213,8 @@ class PlacementLoop:
         self._custom[kind.key] = asyncio.create_task(self.informers[kind.key].run())
 
     async def _on_namespace(self, _: str, ns: Obj) -> None:
-        name = ns["metadata"]["name"]
-        for kind, informer in self.informers.items():
-            for key in list(informer.cache):
-                if key.split("/", 1)[0] == name:
-                    self.queue.add(f"{kind}|{key}")
+        for kind in list(self.informers):
+            self._enqueue_namespace(kind, ns["metadata"]["name"])
 
     async def _on_location(self, _: str, __: Obj) -> None:
         self._enqueue_all([k for k in self.kinds if k not in DEPENDENCIES])
@@ -240,6 +248,9 @@ class PlacementLoop:
             return
         if kind in DEPENDENCIES and STRATEGY not in annotations:
             await self._follow_users(info, key, obj)
+            return
+        if kind == QUOTA.key:
+            await self._weigh_quota(obj)
             return
         if kind not in WORKLOADS and kind not in DEPENDENCIES and STRATEGY not in annotations:
             return  # other kinds are placed only when asked to
@@ -315,6 +326,22 @@ class PlacementLoop:
         has_annotation = PLACEMENT in (obj["metadata"].get("annotations") or {})
         if placement != current or (placement and not has_annotation):
             await self._write_placement(info, obj, placement)
+
+    async def _weigh_quota(self, quota: Obj) -> None:
+        """Where the namespace's workloads run, weighted by their replicas (1 for kinds
+        without replicas)."""
+        namespace = quota["metadata"]["namespace"]
+        weights: dict[str, int | None] = {}
+        for kind in WORKLOADS:
+            for key, workload in list(self.informers[kind].cache.items()):
+                if key.split("/", 1)[0] != namespace:
+                    continue
+                for location, replicas in read_placement(workload).items():
+                    weights[location] = (weights.get(location) or 0) + (
+                        1 if replicas is None else replicas
+                    )
+        if weights != read_placement(quota):
+            await self._write_placement(QUOTA, quota, weights)
 
     def _track_uses(self, key: str, obj: Obj) -> None:
         namespace = obj["metadata"]["namespace"]

@@ -71,6 +71,7 @@ class Cluster:
     role: str  # "hub" or "child"
     labels: dict[str, str]
     ports: dict[str, int]
+    apiserver_args: list[str] = field(default_factory=list)  # e.g. --runtime-config=…
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -346,6 +347,7 @@ def _apiserver_command(state: State, cluster: Cluster) -> list[str]:
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
         "--profiling=false",
+        *cluster.apiserver_args,
     ]
     if cluster.role == HUB:
         cmd += [
@@ -445,6 +447,12 @@ def kill(state: State, component: str, sig: signal.Signals, grace: float = 10.0)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             deadline = time.monotonic() + grace
+        time.sleep(0.05)
+    # A thread-group leader turns zombie before its other threads have closed their sockets:
+    # gone means its ports are free too.
+    ports = next((_ports_of(state, c, k) for n, c, k in state.components() if n == component), [])
+    deadline = time.monotonic() + grace
+    while any(_port_in_use(port) for port in ports) and time.monotonic() < deadline:
         time.sleep(0.05)
     state.pids.pop(component, None)
     save(state)
@@ -681,6 +689,23 @@ def _remove_everything_but_logs() -> None:
             shutil.rmtree(entry)
         else:
             entry.unlink()
+
+
+def reconfigure(state: State, name: str, args: list[str], log: Log) -> None:
+    """Restart a cluster's apiserver with these extra flags (none: back to the defaults),
+    as an upgrade or downgrade of that cluster would."""
+    cluster = state.cluster(name)
+    bad = [a for a in args if not a.startswith("--")]
+    if bad:
+        raise BedError(
+            f"--apiserver-arg takes flags like --runtime-config=batch/v1=false, not {bad[0]!r}"
+        )
+    cluster.apiserver_args = list(args)
+    save(state)
+    component = f"{name}-apiserver"
+    # Quick, like a rolling restart behind a load balancer: the outage stays short.
+    kill(state, component, signal.SIGKILL)
+    ensure_running(state, [component], log)
 
 
 def resolve(state: State, name: str) -> str:

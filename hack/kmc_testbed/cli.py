@@ -64,6 +64,12 @@ def cmd_install(_: argparse.Namespace) -> None:
     print(install.kubectl("get", "locations", "-o", "wide").stdout.rstrip())
 
 
+def cmd_reconfigure(args: argparse.Namespace) -> None:
+    with bed.locked():
+        bed.reconfigure(_loaded(), args.name, args.apiserver_arg, log)
+    log(f"{args.name}-apiserver restarted with {args.apiserver_arg or 'default flags'}")
+
+
 def cmd_down(_: argparse.Namespace) -> None:
     with bed.locked():
         bed.down(log)
@@ -179,6 +185,18 @@ def parser() -> argparse.ArgumentParser:
     remove = sub.add_parser("remove", help="stop a child cluster and delete its data")
     remove.add_argument("name")
     remove.set_defaults(func=cmd_remove)
+    reconfigure = sub.add_parser(
+        "reconfigure", help="restart a cluster's apiserver with extra flags (none: defaults)"
+    )
+    reconfigure.add_argument("name")
+    reconfigure.add_argument(
+        "--apiserver-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="e.g. --apiserver-arg=--runtime-config=batch/v1=false",
+    )
+    reconfigure.set_defaults(func=cmd_reconfigure)
     stop = sub.add_parser("stop", help="kill a component (a cluster NAME means its apiserver)")
     stop.add_argument("name")
     stop.set_defaults(func=cmd_stop)

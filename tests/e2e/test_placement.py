@@ -399,3 +399,64 @@ def test_a_crd_object_goes_where_its_api_is_served_and_leaves_where_it_goes_away
     finally:
         for cluster in ("hub", *serving):
             kubectl[cluster].run("delete", "crd", "widgets.example.com", "--ignore-not-found")
+
+
+def test_a_resource_quota_is_weighted_by_where_the_namespace_runs(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.run("create", "quota", "compute", "-n", namespace, "--hard=cpu=10,memory=20Gi,pods=50")
+    us = {
+        "type": "Split",
+        "locationSelector": {"matchLabels": {"topology.kubernetes.io/region": "us"}},
+    }
+    hub.apply(with_strategy(deployment("web", 4), us), namespace)
+    hub.apply(with_strategy(deployment("db", 1), {"type": "Single", "pin": ["eu-west"]}), namespace)
+    expect_placement(
+        hub, "resourcequota", "compute", namespace, {"eu-west": 1, "us-east": 2, "us-west": 2}
+    )
+    # Scaling a workload moves the weights with it.
+    hub.run("scale", "deployment", "db", "-n", namespace, "--replicas=3")
+    expect_placement(
+        hub, "resourcequota", "compute", namespace, {"eu-west": 3, "us-east": 2, "us-west": 2}
+    )
+
+
+def test_a_location_that_stops_serving_an_api_is_evacuated_with_the_reason(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "nightly"},
+        "spec": {
+            "parallelism": 3,
+            "completions": 3,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "registry.example/nightly:1"}],
+                }
+            },
+        },
+    }
+    hub.apply(job, namespace)
+    expect_placement(hub, "job", "nightly", namespace, {"eu-west": 1, "us-east": 1, "us-west": 1})
+    # us-west's apiserver comes back without batch/v1, as after a bad upgrade.
+    run_testbed("reconfigure", "us-west", "--apiserver-arg=--runtime-config=batch/v1=false")
+    try:
+        evacuated = wait_placement(
+            hub, "job", "nightly", namespace, lambda p: "us-west" not in p, timeout=40
+        )
+        assert sum(v or 0 for v in evacuated.values()) == 3
+        messages = [e["message"] for e in events_of(hub, namespace, "nightly")]
+        assert "evacuated us-west: batch/v1 Job not served" in messages
+        # Deployments (apps/v1, still served) stay where they are.
+        hub.apply(deployment("web", 3), namespace)
+        expect_placement(
+            hub, "deployment", "web", namespace, {"eu-west": 1, "us-east": 1, "us-west": 1}
+        )
+    finally:
+        run_testbed("reconfigure", "us-west")
