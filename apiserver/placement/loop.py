@@ -99,7 +99,7 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 class Settings:
     grace: float = 60.0
     cooldown: float = 60.0
-    workers: int = 2
+    workers: int = 4  # mostly waiting on the hub: more than the cores
     resync: float = 60.0  # safety net: every object is looked at again this often
 
 

@@ -1,0 +1,37 @@
+"""How a benchmark reports: one JSON line per figure on stdout, then a table a person reads."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from typing import Any
+
+from kubectl_mc.table import render
+
+
+def emit(rows: list[dict[str, Any]]) -> None:
+    machine = {"python": platform.python_version(), "machine": platform.machine()}
+    for row in rows:
+        print(json.dumps({**row, **machine}))
+    print(file=sys.stderr)
+    headers = ["benchmark", "figure", "value", "baseline", "ratio"]
+    table = [
+        [
+            r["benchmark"],
+            r["figure"],
+            _fmt(r["value"]),
+            _fmt(r.get("baseline")),
+            _fmt(r.get("ratio")),
+        ]
+        for r in rows
+    ]
+    print(render(headers, table), file=sys.stderr)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
