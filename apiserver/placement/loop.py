@@ -17,7 +17,7 @@ import datetime
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -137,6 +137,8 @@ class PlacementLoop:
         self.namespaces = Informer(hub, "/api/v1/namespaces", self._on_namespace)
         self.crds = Informer(hub, CRDS, self._on_crd)
         self._custom: dict[str, asyncio.Task[None]] = {}  # informers of CRD kinds
+        # Others working from the same hub objects (the sync loop) hear of every change by key.
+        self.listeners: list[Callable[[str], None]] = []
         self.users: dict[str, set[str]] = {}  # dependency key -> workload keys using it
         self.uses: dict[str, set[str]] = {}  # workload key -> dependency keys it uses
         locations.subscribe(self._on_location)
@@ -171,6 +173,8 @@ class PlacementLoop:
     def _on_object(self, kind: str) -> Any:
         async def handler(_: str, obj: Obj) -> None:
             self.queue.add(f"{kind}|{key_of(obj)}")
+            for listener in self.listeners:
+                listener(f"{kind}|{key_of(obj)}")
             if kind in WORKLOADS:
                 self._enqueue_namespace(QUOTA.key, obj["metadata"]["namespace"])
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from apiserver.placement.quantity import parse_quantity
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl, run_testbed
@@ -460,3 +461,33 @@ def test_a_location_that_stops_serving_an_api_is_evacuated_with_the_reason(
         )
     finally:
         run_testbed("reconfigure", "us-west")
+
+
+def test_capacity_weights_follow_free_cpu(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    # Fill us-east from inside: 4 pods of 4 CPU leave it 8 of its 24 CPU free.
+    hog = deployment("hog", 4)
+    hog["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "4"}}
+    kubectl["us-east"].apply(hog, namespace)
+    kubectl["us-east"].run(
+        "wait", "-n", namespace, "--for=condition=Available", "deployment/hog", "--timeout=60s"
+    )
+    deadline = time.monotonic() + 30
+    while (
+        parse_quantity(
+            hub.json("get", "location", "us-east")["status"]["requested"].get("cpu", "0")
+        )
+        < 16
+    ):
+        assert time.monotonic() < deadline, "us-east never reported its 16 CPU requested"
+        time.sleep(0.5)
+    # 7 replicas by free CPU (about 8:24:24): us-east gets less than either other location,
+    # where an even split would give it as many as us-west (3/2/2 by name).
+    hub.apply(
+        with_strategy(deployment("web", 7), {"type": "Split", "weights": "capacity"}), namespace
+    )
+    placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+    assert sum(v or 0 for v in placement.values()) == 7
+    assert (placement["us-east"] or 0) < min(placement["us-west"] or 0, placement["eu-west"] or 0)
