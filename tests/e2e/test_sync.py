@@ -1,0 +1,266 @@
+"""The sync loop on the real test bed: children made to match, status folded up, moves made
+before breaks, drift undone, cleanup on delete, outages survived.
+
+A user's view is checked with the real kubectl (`rollout status`, `wait`); the make-before-
+break guarantee is sampled every 100 ms straight from the children's apiservers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from kmc_testbed import bed
+
+from .conftest import CHILDREN, Kubectl, run_testbed
+from .test_placement import wait_locations_settled, wait_placement, with_strategy
+from .test_testbed import deployment
+
+
+def child_deployments(kubectl: dict[str, Kubectl], name: str, namespace: str) -> dict[str, Any]:
+    found = {}
+    for child in CHILDREN:
+        proc = kubectl[child].run(
+            "get", "deployment", name, "-n", namespace, "-o", "json", check=False
+        )
+        if proc.returncode == 0:
+            found[child] = json.loads(proc.stdout)
+    return found
+
+
+def wait_children(
+    kubectl: dict[str, Kubectl], name: str, namespace: str, ok: Any, timeout: float = 60
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        children = child_deployments(kubectl, name, namespace)
+        if ok(children):
+            return children
+        assert time.monotonic() < deadline, {
+            k: (v["spec"]["replicas"], v.get("status", {}).get("availableReplicas"))
+            for k, v in children.items()
+        }
+        time.sleep(0.5)
+
+
+def shares(children: dict[str, Any]) -> dict[str, int]:
+    return {loc: child["spec"]["replicas"] for loc, child in children.items()}
+
+
+def test_a_deployment_runs_in_the_children_and_the_hub_tells_the_truth(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    hub.apply(deployment("web", 6), namespace)
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=120s")
+    hub.run("wait", "--for=condition=Available", "deployment/web", "-n", namespace, "--timeout=60s")
+    placement = wait_placement(hub, "deployment", "web", namespace)
+    children = child_deployments(kubectl, "web", namespace)
+    assert shares(children) == placement and sum(placement.values()) == 6  # type: ignore[arg-type]
+    uid = hub.json("get", "deployment", "web", "-n", namespace)["metadata"]["uid"]
+    for location, child in children.items():
+        meta = child["metadata"]
+        assert not [k for k in meta.get("annotations", {}) if k.startswith("kmc.dev/")]
+        assert [k for k in meta.get("labels", {}) if k.startswith("kmc.dev/")] == [
+            "kmc.dev/origin-uid"
+        ]
+        assert meta["labels"]["kmc.dev/origin-uid"] == uid
+        pods = kubectl[location].json("get", "pods", "-n", namespace, "-l", "app=web")["items"]
+        assert [p["status"]["phase"] for p in pods] == ["Running"] * placement[location]  # type: ignore[operator]
+    status = hub.json("get", "deployment", "web", "-n", namespace)["status"]
+    assert status["readyReplicas"] == status["availableReplicas"] == 6
+    # A new image rolls out everywhere; the hub waits for every location to observe it.
+    hub.run("set", "image", "deployment/web", "web=registry.example/web:2", "-n", namespace)
+    generation = hub.json("get", "deployment", "web", "-n", namespace)["metadata"]["generation"]
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=120s")
+    hub_obj = hub.json("get", "deployment", "web", "-n", namespace)
+    assert hub_obj["status"]["observedGeneration"] == generation
+    for child in child_deployments(kubectl, "web", namespace).values():
+        image = child["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert image == "registry.example/web:2"
+        assert child["status"]["updatedReplicas"] == child["spec"]["replicas"]
+
+
+def test_hand_edits_and_deletions_in_a_child_are_undone(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 3), namespace)
+    placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+    wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement)
+    kubectl["us-east"].run("scale", "deployment/web", "-n", namespace, "--replicas=7")
+    kubectl["eu-west"].run("delete", "deployment/web", "-n", namespace)
+    started = time.monotonic()
+    wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement, timeout=20)
+    assert time.monotonic() - started < 20
+
+
+def test_a_configmap_is_exactly_where_its_deployment_runs(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.run("create", "configmap", "settings", "-n", namespace, "--from-literal=MODE=fast")
+    web = deployment("web", 2)
+    web["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [
+        {"configMapRef": {"name": "settings"}}
+    ]
+    us = {
+        "type": "Split",
+        "locationSelector": {"matchLabels": {"topology.kubernetes.io/region": "us"}},
+    }
+    hub.apply(with_strategy(web, us), namespace)
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=120s")
+    for child in CHILDREN:
+        found = kubectl[child].run("get", "configmap", "settings", "-n", namespace, check=False)
+        assert (found.returncode == 0) == (child != "eu-west"), child
+    cm = kubectl["us-east"].json("get", "configmap", "settings", "-n", namespace)
+    assert cm["data"] == {"MODE": "fast"}
+
+
+class AvailabilitySampler:
+    """Sum of availableReplicas over every child, read from their apiservers every 100 ms."""
+
+    def __init__(self, name: str, namespace: str) -> None:
+        self.path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        state = bed.load()
+        assert state is not None
+        self.clients = [bed.admin_client(state.cluster(c)) for c in CHILDREN]
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            total = 0
+            for client in self.clients:
+                resp = client.request("GET", self.path)
+                if resp.status == 200:
+                    total += resp.json().get("status", {}).get("availableReplicas", 0) or 0
+            self.samples.append(total)
+            self._stop.wait(0.1)
+
+    def __enter__(self) -> AvailabilitySampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self.thread.join()
+
+
+def moving(replicas: int, max_unavailable: int) -> dict[str, Any]:
+    web = deployment("web", replicas)
+    web["spec"]["strategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": max_unavailable, "maxSurge": 1},
+    }
+    return web
+
+
+def test_a_move_never_drops_below_what_the_rollout_strategy_allows(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    hub.apply(moving(6, 1), namespace)
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=120s")
+    with AvailabilitySampler("web", namespace) as sampler:
+        hub.run(
+            "annotate",
+            "deployment/web",
+            "-n",
+            namespace,
+            'kmc.dev/strategy={"type":"Split","pin":["eu-west"]}',
+        )
+        wait_children(kubectl, "web", namespace, lambda c: shares(c) == {"eu-west": 6}, timeout=120)
+        hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=60s")
+    assert len(sampler.samples) >= 3  # sampled before, during and after the move
+    assert min(sampler.samples) >= 6 - 1, sampler.samples
+    assert hub.json("get", "deployment", "web", "-n", namespace)["status"]["availableReplicas"] == 6
+
+
+def test_a_move_survives_kmc_apiserver_being_killed_midway(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    hub.apply(moving(6, 0), namespace)
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=120s")
+    with AvailabilitySampler("web", namespace) as sampler:
+        hub.run(
+            "annotate",
+            "deployment/web",
+            "-n",
+            namespace,
+            'kmc.dev/strategy={"type":"Split","pin":["us-west"]}',
+        )
+        # Kill it as soon as the move has begun (us-west grew, others not yet gone).
+        wait_children(
+            kubectl,
+            "web",
+            namespace,
+            lambda c: c.get("us-west", {}).get("spec", {}).get("replicas") == 6,
+        )
+        run_testbed("stop", bed.KMC)
+        time.sleep(1)
+        run_testbed("start", bed.KMC)
+        wait_children(kubectl, "web", namespace, lambda c: shares(c) == {"us-west": 6}, timeout=120)
+    assert min(sampler.samples) >= 6, sampler.samples
+    # Nothing lost, nothing doubled: one child, with the hub's uid, holding all 6.
+    pods = kubectl["us-west"].json("get", "pods", "-n", namespace, "-l", "app=web")["items"]
+    assert len(pods) == 6
+
+
+def test_deleting_the_hub_object_removes_the_children_first(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 3), namespace)
+    placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+    wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement)
+    assert (
+        "kmc.dev/cleanup"
+        in hub.json("get", "deployment", "web", "-n", namespace)["metadata"]["finalizers"]
+    )
+    hub.run("delete", "deployment", "web", "-n", namespace, "--timeout=60s")
+    assert child_deployments(kubectl, "web", namespace) == {}
+
+
+def test_a_stopped_child_does_not_hold_up_the_others_and_catches_up(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    run_testbed("stop", "us-west")
+    try:
+        hub.apply(deployment("web", 4), namespace)
+        # The others converge while us-west is away.
+        wait_children(
+            kubectl,
+            "web",
+            namespace,
+            lambda c: (
+                {"us-east", "eu-west"} <= set(c)
+                and all(
+                    v.get("status", {}).get("availableReplicas") == v["spec"]["replicas"]
+                    for v in c.values()
+                )
+            ),
+        )
+    finally:
+        run_testbed("start", "us-west")
+
+    # Back, it catches up: every placed location holds exactly its share.
+    def converged(children: dict[str, Any]) -> bool:
+        placement = json.loads(
+            hub.json("get", "deployment", "web", "-n", namespace)["metadata"]["annotations"][
+                "kmc.dev/placement"
+            ]
+        )
+        return "us-west" in placement and shares(children) == placement
+
+    wait_children(kubectl, "web", namespace, converged, timeout=90)
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=60s")
