@@ -66,6 +66,7 @@ class Kube:
         self.session = session
         self.creds = creds
         self.name = name
+        self._etags: dict[tuple[str, str], tuple[str, Any]] = {}
 
     def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": "kmc-apiserver"}
@@ -104,6 +105,31 @@ class Kube:
             ) as resp:
                 text = await resp.text()
                 return _decode(resp.status, text, method, path)
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise _transport_error(self, err) from err
+
+    async def get_revalidated(
+        self, path: str, accept: str, timeout: float = DEFAULT_TIMEOUT
+    ) -> Any:
+        """GET a document that rarely changes (discovery): with If-None-Match, an unchanged
+        one costs a 304 and no parsing."""
+        cached = self._etags.get((path, accept))
+        headers = {"Accept": accept}
+        if cached:
+            headers["If-None-Match"] = cached[0]
+        try:
+            async with self.session.get(
+                self.creds.server + path,
+                headers=self._headers(headers),
+                ssl=self.creds.ssl,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as resp:
+                if resp.status == 304 and cached:
+                    return cached[1]
+                body = _decode(resp.status, await resp.text(), "GET", path)
+                if etag := resp.headers.get("ETag"):
+                    self._etags[(path, accept)] = (etag, body)
+                return body
         except (aiohttp.ClientError, TimeoutError) as err:
             raise _transport_error(self, err) from err
 

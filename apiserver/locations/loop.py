@@ -20,7 +20,7 @@ from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
 from apiserver.kube.informer import Backoff, Informer
 from apiserver.locations import model
 from apiserver.locations.fleet import CredentialsError, Fleet
-from apiserver.locations.probe import probe
+from apiserver.locations.probe import Watched, probe
 
 log = logging.getLogger(__name__)
 
@@ -68,35 +68,63 @@ class LocationLoop:
         # A child that just restarted is back within seconds: retry soon, not minutes later.
         backoff = Backoff(first=self.settings.interval, cap=6 * self.settings.interval)
         last_written: tuple[Any, float] | None = None
-        while True:
-            obj = self.informer.get(name)
-            if obj is None:
-                return
-            location = model.Location.model_validate(obj)
-            fields, healthy = await self._probe(location)
-            status = _with_ready(location, fields)
-            _log_transition(name, location.status, status)
-            now = asyncio.get_running_loop().time()
-            comparable = {k: v for k, v in status.items() if k != "lastProbeTime"}
-            if (
-                last_written is None
-                or last_written[0] != comparable
-                or now - last_written[1] >= self.settings.refresh
-            ):
-                with contextlib.suppress(ApiError):
-                    await self.hub.merge_patch(f"{model.PATH}/{name}/status", {"status": status})
-                    last_written = (comparable, now)
-            if healthy:
-                backoff.reset()
-                await asyncio.sleep(self.settings.interval)
-            else:
-                await asyncio.sleep(backoff.next())
+        woken = asyncio.Event()
+        watched: Watched | None = None
+        try:
+            while True:
+                obj = self.informer.get(name)
+                if obj is None:
+                    return
+                location = model.Location.model_validate(obj)
+                kube = self.fleet.get(name)
+                if kube is not None and (watched is None or watched.kube is not kube):
+                    if watched:
+                        watched.stop()
+                    watched = Watched(kube, woken.set)
+                fields, healthy = await self._probe(location, watched)
+                last_written = await self._write(name, location, fields, last_written)
+                woken.clear()
+                if healthy:
+                    backoff.reset()
+                delay = self.settings.interval if healthy else backoff.next()
+                # Nodes or pods changed: look again soon, but at most once a second.
+                await asyncio.sleep(min(1.0, delay))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), max(0.0, delay - 1.0))
+        finally:
+            if watched:
+                watched.stop()
 
-    async def _probe(self, location: model.Location) -> tuple[dict[str, Any], bool]:
+    async def _write(
+        self,
+        name: str,
+        location: model.Location,
+        fields: dict[str, Any],
+        last_written: tuple[Any, float] | None,
+    ) -> tuple[Any, float] | None:
+        """Write status when it changed, or once `refresh` has passed; returns what was."""
+        status = _with_ready(location, fields)
+        _log_transition(name, location.status, status)
+        now = asyncio.get_running_loop().time()
+        comparable = {k: v for k, v in status.items() if k != "lastProbeTime"}
+        if (
+            last_written is None
+            or last_written[0] != comparable
+            or now - last_written[1] >= self.settings.refresh
+        ):
+            with contextlib.suppress(ApiError):
+                await self.hub.merge_patch(f"{model.PATH}/{name}/status", {"status": status})
+                return (comparable, now)
+        return last_written
+
+    async def _probe(
+        self, location: model.Location, watched: Watched | None
+    ) -> tuple[dict[str, Any], bool]:
         """(status fields, healthy); failures become a Ready=False reason and message."""
         try:
             kube = await self.fleet.connect(location)
-            fields = await probe(kube, self.settings.timeout)
+            current = watched if watched is not None and watched.kube is kube else None
+            fields = await probe(kube, current, self.settings.timeout)
         except CredentialsError as err:
             return _not_ready("NoCredentials", f"{err}; run `kubectl mc join` again"), False
         except TimeoutError:

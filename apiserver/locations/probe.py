@@ -7,30 +7,50 @@ probe run concurrently under one timeout, so a slow child costs one timeout, not
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
 from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
+from apiserver.kube.informer import Informer
 from apiserver.placement.quantity import format_quantity, parse_quantity
 
 DISCOVERY_V2 = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 )
 SUMMED = ("cpu", "memory", "pods")
+RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
 
 
-async def probe(kube: Kube, timeout: float = 5.0) -> dict[str, Any]:
+class Watched:
+    """A child's nodes and running pods, kept by watches: a probe reads them instead of
+    listing everything every time, and a change wakes the prober at once."""
+
+    def __init__(self, kube: Kube, wake: Callable[[], None]) -> None:
+        self.kube = kube
+        self.wake = wake
+        self.nodes = Informer(kube, "/api/v1/nodes", self._changed)
+        self.pods = Informer(kube, "/api/v1/pods", self._changed, {"fieldSelector": RUNNING})
+        self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods)]
+
+    async def _changed(self, _: str, __: Obj) -> None:
+        self.wake()
+
+    def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+
+
+async def probe(kube: Kube, watched: Watched | None = None, timeout: float = 5.0) -> dict[str, Any]:
     """The status fields a probe learns (camelCase, as stored); ApiError when it fails."""
     async with asyncio.timeout(timeout):
-        _, version, nodes, pods, kinds = await asyncio.gather(
+        _, version, kinds, node_items, pod_items = await asyncio.gather(
             _readyz(kube, timeout),
             kube.get("/version"),
-            kube.get("/api/v1/nodes"),
-            kube.get("/api/v1/pods", fieldSelector="status.phase!=Succeeded,status.phase!=Failed"),
             served_kinds(kube, timeout),
+            _items(kube, "/api/v1/nodes", watched.nodes if watched else None),
+            _items(kube, "/api/v1/pods", watched.pods if watched else None, RUNNING),
         )
-    node_items: list[Obj] = nodes.get("items", [])
     ready = [n for n in node_items if _node_ready(n)]
     return {
         "kubernetesVersion": version.get("gitVersion", ""),
@@ -38,9 +58,20 @@ async def probe(kube: Kube, timeout: float = 5.0) -> dict[str, Any]:
         "readyNodes": len(ready),
         "capacity": _sum(n.get("status", {}).get("capacity", {}) for n in ready),
         "allocatable": _sum(n.get("status", {}).get("allocatable", {}) for n in ready),
-        "requested": _requested(pods.get("items", [])),
+        "requested": _requested(pod_items),
         "resources": kinds,
     }
+
+
+async def _items(
+    kube: Kube, path: str, informer: Informer | None, field_selector: str = ""
+) -> list[Obj]:
+    """From the watch's cache once it has synced (read only, never changed); else a list."""
+    if informer is not None and informer.synced.is_set():
+        return list(informer.cache.values())
+    params = {"fieldSelector": field_selector} if field_selector else {}
+    listing = await kube.get(path, **params)
+    return list(listing.get("items", []))
 
 
 async def _readyz(kube: Kube, timeout: float) -> None:
@@ -56,8 +87,8 @@ async def _readyz(kube: Kube, timeout: float) -> None:
 async def served_kinds(kube: Kube, timeout: float = 5.0) -> list[str]:
     """Every kind the child serves, as group/version/Kind (core kinds: v1/Kind), sorted."""
     core, groups = await asyncio.gather(
-        kube.request("GET", "/api", timeout=timeout, headers={"Accept": DISCOVERY_V2}),
-        kube.request("GET", "/apis", timeout=timeout, headers={"Accept": DISCOVERY_V2}),
+        kube.get_revalidated("/api", DISCOVERY_V2, timeout),
+        kube.get_revalidated("/apis", DISCOVERY_V2, timeout),
     )
     if (
         core.get("kind") == "APIGroupDiscoveryList"

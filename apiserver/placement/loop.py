@@ -40,6 +40,7 @@ PLACEMENT = "kmc.dev/placement"
 STRATEGY = "kmc.dev/strategy"
 EXCLUDE = "kmc.dev/exclude"
 PLACED = "kmc.dev/Placed"
+CLEANUP = "kmc.dev/cleanup"  # the sync loop's finalizer: children are deleted first
 COMPONENT = "kmc-placement"
 NEVER_PLACED = frozenset({"kube-system", "kube-public", "kube-node-lease", "kmc-system"})
 
@@ -384,12 +385,17 @@ class PlacementLoop:
         self, info: Kind, obj: Obj, placement: dict[str, int | None]
     ) -> None:
         meta = obj["metadata"]
-        patch = {
+        patch: dict[str, Any] = {
             "metadata": {
                 "resourceVersion": meta["resourceVersion"],  # a stale view fails, and retries
                 "annotations": {PLACEMENT: placement_text(placement)},
             }
         }
+        finalizers = list(meta.get("finalizers") or [])
+        if placement and CLEANUP not in finalizers:
+            # The sync loop's finalizer, set in the same write: children never exist before it,
+            # and the sync loop needs no extra round trip to the hub first.
+            patch["metadata"]["finalizers"] = [*finalizers, CLEANUP]
         await self.hub.merge_patch(info.path(meta["namespace"], meta["name"]), patch)
         log.info(
             "%s %s/%s placed: %s",

@@ -22,7 +22,14 @@ from typing import Any
 from apiserver.kube.client import ApiError, Kube, Obj
 from apiserver.kube.informer import Informer, key_of
 from apiserver.locations.fleet import Fleet
-from apiserver.placement.loop import DEPENDENCIES, WORKLOADS, Kind, PlacementLoop, read_placement
+from apiserver.placement.loop import (
+    CLEANUP,
+    DEPENDENCIES,
+    WORKLOADS,
+    Kind,
+    PlacementLoop,
+    read_placement,
+)
 from apiserver.sync.desired import (
     ORIGIN_LABEL,
     child_object,
@@ -36,7 +43,6 @@ from apiserver.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
-CLEANUP = "kmc.dev/cleanup"
 MANAGER = "kmc-sync"
 
 
@@ -174,8 +180,9 @@ class SyncLoop:
         await self._ensure_finalizer(info, hub)
         stale = self._stale()
         shares, deletable = self._handover(info, hub, placement, children, stale)
-        for location in sorted(shares):
-            await self._apply(key, info, hub, location, shares, stale)
+        await asyncio.gather(
+            *(self._apply(key, info, hub, loc, shares, stale) for loc in sorted(shares))
+        )
         for location in sorted(deletable):
             await self._delete_child(key, info, hub, location)
         if info.key in WORKLOADS:
