@@ -115,15 +115,23 @@ def join(
 
 @cli.command()
 @click.argument("name")
+@click.option("--force", is_flag=True, help="Do not drain: forget it now, what runs there stays.")
+@click.option("--timeout", default="5m", help="How long to wait for the drain, e.g. 90s, 10m.")
 @hub_options
-def unjoin(name: str, **hub: Any) -> None:
-    """Stop using a cluster as a location (its Location and credentials are deleted)."""
+def unjoin(name: str, force: bool, timeout: str, **hub: Any) -> None:
+    """Stop using a cluster as a location.
+
+    It is drained first (cordoned; everything moves elsewhere, make before break), then its
+    Location and credentials are deleted.
+    """
     from kubectl_mc import join as joining
     from kubectl_mc.kube import KubeError
 
     client = hub_client(**_hub_args(hub))
     try:
-        joining.unjoin(client, name)
+        joining.unjoin(client, name, force=force, timeout=_seconds(timeout), progress=click.echo)
+    except joining.JoinError as err:
+        fail(f"error: {err}")
     except KubeError as err:
         fail(str(err))
     click.echo(f"location.kmc.dev/{name} unjoined")

@@ -4,11 +4,17 @@ Join checks the child answers with the credentials given before it writes anythi
 stores a self-contained kubeconfig in a Secret in kmc-system and creates the Location that
 points at it. Both writes are server-side applies, so joining again updates labels and
 credentials in place. The credentials themselves are never printed.
+
+Unjoin drains first: it cordons the location, so everything placed there moves away (make
+before break, by the sync loop), and waits until the location holds none of our objects.
 """
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 
@@ -17,6 +23,7 @@ from kubectl_mc.kube import Client, KubeError
 from kubectl_mc.kubeconfig import KubeconfigError, flatten, load, select
 
 SYSTEM_NAMESPACE = "kmc-system"
+MERGE_PATCH = "application/merge-patch+json"
 LOCATIONS = "/apis/kmc.dev/v1alpha1/locations"
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -88,13 +95,76 @@ def join(
     return "configured" if existed else "joined"
 
 
-def unjoin(hub: Client, name: str) -> None:
+def unjoin(
+    hub: Client,
+    name: str,
+    force: bool = False,
+    timeout: float = 300.0,
+    progress: Callable[[str], None] = print,
+) -> None:
+    """Drain (cordon, wait until nothing of ours is left there), then forget the location.
+
+    With `force` it is forgotten at once: what runs there stays, unmanaged.
+    """
+    location = hub.get(f"{LOCATIONS}/{name}")
+    if not force:
+        _drain(hub, name, location, timeout, progress)
     hub.delete(f"{LOCATIONS}/{name}")
     try:
         hub.delete(f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/{secret_name(name)}")
     except KubeError as err:
         if err.code != 404:
             raise
+
+
+def _drain(
+    hub: Client,
+    name: str,
+    location: dict[str, Any],
+    timeout: float,
+    progress: Callable[[str], None],
+) -> None:
+    ready = _ready(location)
+    if ready.get("status") != "True":
+        raise JoinError(
+            f"cannot drain {name}: it is not Ready ({ready.get('reason', 'no status yet')}: "
+            f"{ready.get('message', '')}); `kubectl mc unjoin {name} --force` forgets it now "
+            "(what runs there stays, unmanaged)"
+        )
+    cordoned = hub.request(
+        "PATCH",
+        f"{LOCATIONS}/{name}",
+        body={"spec": {"unschedulable": True}},
+        content_type=MERGE_PATCH,
+    )
+    generation = int(cordoned["metadata"].get("generation", 0))
+    progress(f"location.kmc.dev/{name} cordoned")
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        status = hub.get(f"{LOCATIONS}/{name}").get("status") or {}
+        # Only a count taken after the cordon means anything.
+        counted_after = int(status.get("observedGeneration") or 0) >= generation
+        left = status.get("objects") if counted_after else None
+        if left != last:
+            progress(f"draining {name}: {'?' if left is None else left} objects left")
+            last = left
+        if left == 0:
+            return
+        if time.monotonic() > deadline:
+            raise JoinError(
+                f"timed out after {timeout:g}s draining {name} ({left} objects left); it stays "
+                f"cordoned. Run `kubectl mc unjoin {name}` again to keep waiting, add --force to "
+                "unjoin now (what runs there stays, unmanaged), or uncordon it with "
+                f"`kubectl patch location {name} --type=merge -p "
+                '\'{"spec":{"unschedulable":false}}\'`'
+            )
+        time.sleep(1.0)
+
+
+def _ready(location: dict[str, Any]) -> dict[str, Any]:
+    conditions = (location.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "Ready"), {})
 
 
 def _exists(hub: Client, path: str) -> bool:

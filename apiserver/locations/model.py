@@ -56,6 +56,8 @@ class LocationStatus(_Model):
     requested: dict[str, str] = Field(default_factory=dict)
     resources: list[str] = Field(default_factory=list)
     last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
+    objects: int | None = None  # written by the sync loop…
+    observed_generation: int | None = Field(default=None, alias="observedGeneration")  # …with this
 
     def condition(self, type_: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type_), None)

@@ -14,6 +14,7 @@ known status counts and is marked stale, and its client retries with backoff.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ MANAGER = "kmc-sync"
 class Settings:
     workers: int = 4
     cleanup_retry: float = 5.0  # a child we could not delete yet is tried again this often
+    count_interval: float = 2.0  # how often each Location's `status.objects` is brought up to date
 
 
 class ChildWatch:
@@ -84,6 +86,12 @@ class ChildWatch:
             for kind in WORKLOADS
             for key in (self.informers[kind].cache if kind in self.informers else ())
         )
+
+    def count(self) -> int | None:
+        """How many of our objects the child holds; None until every watch has listed."""
+        if not all(i.synced.is_set() for i in self.informers.values()):
+            return None
+        return sum(len(i.cache) for i in self.informers.values())
 
     def stop(self) -> None:
         for task in self.tasks:
@@ -121,6 +129,7 @@ class SyncLoop:
             asyncio.create_task(self.queue.work(self.reconcile, __name__))
             for _ in range(self.settings.workers)
         ]
+        workers.append(asyncio.create_task(self._report_counts()))
         try:
             await asyncio.gather(*workers)
         finally:
@@ -128,6 +137,26 @@ class SyncLoop:
                 worker.cancel()
             for watch in self.children.values():
                 watch.stop()
+
+    async def _report_counts(self) -> None:
+        """Keep each Location's `status.objects` true, so `kubectl mc unjoin` knows when a
+        drained location holds nothing of ours any more."""
+        while True:
+            await asyncio.sleep(self.settings.count_interval)
+            for name, watch in list(self.children.items()):
+                count = watch.count()
+                location = self.locations.get(name)
+                if count is None or location is None:
+                    continue
+                # The generation says "counted after this spec": a drain waits for a count
+                # taken after its cordon, never one from before.
+                fresh = {"objects": count, "observedGeneration": location["metadata"]["generation"]}
+                status = location.get("status") or {}
+                if {k: status.get(k) for k in fresh} != fresh:
+                    with contextlib.suppress(ApiError):
+                        await self.hub.merge_patch(
+                            f"/apis/kmc.dev/v1alpha1/locations/{name}/status", {"status": fresh}
+                        )
 
     def _enqueue_all(self) -> None:
         for kind, informer in list(self.placement.informers.items()):

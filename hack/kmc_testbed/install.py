@@ -60,7 +60,9 @@ def install(state: bed.State, log: bed.Log) -> None:
 
 
 def unjoin(name: str) -> None:
-    kubectl("mc", "unjoin", name, check=False)
+    """Drain and unjoin, as a person retiring a cluster would; forget it if that fails."""
+    if kubectl("mc", "unjoin", name, "--timeout=120s", check=False).returncode != 0:
+        kubectl("mc", "unjoin", name, "--force", check=False)
 
 
 def _all_ready(names: set[str]) -> bool:

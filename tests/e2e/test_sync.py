@@ -264,3 +264,52 @@ def test_a_stopped_child_does_not_hold_up_the_others_and_catches_up(
 
     wait_children(kubectl, "web", namespace, converged, timeout=90)
     hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=60s")
+
+
+def test_a_hub_restart_is_recovered_without_restarting_kmc_apiserver(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    state = bed.load()
+    assert state is not None
+    kmc_pid = state.pids[bed.KMC]
+    run_testbed("stop", "hub")
+    time.sleep(2)  # every watch on the hub breaks
+    run_testbed("start", "hub")
+    hub.apply(deployment("after", 3), namespace)
+    hub.run("rollout", "status", "deployment/after", "-n", namespace, "--timeout=90s")
+    after = bed.load()
+    assert after is not None and after.pids[bed.KMC] == kmc_pid
+    assert bed.pid_running(kmc_pid)
+
+
+def test_unjoin_drains_the_location_first(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    run_testbed("add", "ap-east", "--labels", "topology.kubernetes.io/region=ap")
+    try:
+        run_testbed("install")
+        wait_locations_settled(hub)
+        pinned = {"type": "Split", "pin": ["ap-east", "us-east"]}
+        hub.apply(with_strategy(moving(4, 0), pinned), namespace)
+        hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=90s")
+        ap_east = Kubectl("ap-east")
+        assert ap_east.json("get", "deployment", "web", "-n", namespace)["spec"]["replicas"] == 2
+        out = hub.mc("unjoin", "ap-east", "--timeout=90s")
+        lines = out.stdout.splitlines()
+        assert lines[0] == "location.kmc.dev/ap-east cordoned"
+        assert lines[-1] == "location.kmc.dev/ap-east unjoined"
+        assert "draining ap-east: 0 objects left" in lines
+        # Everything moved out before the location was let go, and the hub never lost it.
+        gone = ap_east.run("get", "deployment", "web", "-n", namespace, check=False)
+        assert gone.returncode == 1 and "NotFound" in gone.stderr
+        assert (
+            kubectl["us-east"].json("get", "deployment", "web", "-n", namespace)["spec"]["replicas"]
+            == 4
+        )
+        hub.run(
+            "wait", "--for=condition=Available", "deployment/web", "-n", namespace, "--timeout=30s"
+        )
+    finally:
+        run_testbed("remove", "ap-east")
