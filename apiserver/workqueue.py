@@ -3,7 +3,8 @@
 A key waits in the queue at most once however often it is added; while a worker holds a
 key, adding it again marks it dirty and it is queued once more when the worker is done. So
 one worker per key at a time, and no change is lost. Failed keys come back after a per-key
-exponential backoff; `add_after` schedules a look at a deadline (grace periods).
+exponential backoff; `add_after` schedules a look at a deadline (grace periods); a token
+bucket shared by all workers caps the rate of reconciles.
 """
 
 from __future__ import annotations
@@ -16,8 +17,31 @@ from apiserver.kube.client import ApiError
 from apiserver.kube.informer import Backoff
 
 
+class TokenBucket:
+    """At most `rate` per second on average, `burst` at once."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate, self.burst = rate, burst
+        self.tokens = float(burst)
+        self.stamp: float | None = None
+
+    async def take(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            now = loop.time()
+            if self.stamp is not None:
+                self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return
+            await asyncio.sleep((1 - self.tokens) / self.rate)
+
+
 class WorkQueue:
-    def __init__(self) -> None:
+    def __init__(self, rate: float = 100.0, burst: int = 200) -> None:
+        # Shared by every worker: a relist of thousands of keys cannot hammer the clusters.
+        self.limit = TokenBucket(rate, burst)
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._queued: set[str] = set()
         self._active: set[str] = set()
@@ -60,6 +84,7 @@ class WorkQueue:
         while True:
             key = await self._get()
             failed = False
+            await self.limit.take()
             try:
                 await reconcile(key)
             except asyncio.CancelledError:

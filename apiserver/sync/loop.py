@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube, Obj
 from apiserver.kube.informer import Informer, key_of
 from apiserver.locations.fleet import Fleet
@@ -39,7 +40,7 @@ from apiserver.sync.desired import (
     syncable,
 )
 from apiserver.sync.handover import Child, plan
-from apiserver.sync.status import fold
+from apiserver.sync.status import SYNCED, fold
 from apiserver.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -208,14 +209,14 @@ class SyncLoop:
             return
         await self._ensure_finalizer(info, hub)
         stale = self._stale()
-        shares, deletable = self._handover(info, hub, placement, children, stale)
+        shares, deletable, waiting = self._handover(info, hub, placement, children, stale)
         await asyncio.gather(
             *(self._apply(key, info, hub, loc, shares, stale) for loc in sorted(shares))
         )
         for location in sorted(deletable):
             await self._delete_child(key, info, hub, location)
         if info.key in WORKLOADS:
-            await self._fold(key, info, hub, children, placement, stale)
+            await self._fold(key, info, hub, children, placement, stale, waiting)
 
     def _handover(
         self,
@@ -224,8 +225,9 @@ class SyncLoop:
         placement: dict[str, int | None],
         children: dict[str, Obj],
         stale: dict[str, str],
-    ) -> tuple[dict[str, int | None], set[str]]:
-        """What each location's child should hold now, and which children may go."""
+    ) -> tuple[dict[str, int | None], set[str], tuple[str, ...]]:
+        """What each location's child should hold now, which children may go, and what a
+        move in progress waits for."""
         if info.kind in replica_kinds:
             observed = {
                 loc: Child(
@@ -241,7 +243,7 @@ class SyncLoop:
                 total=int(hub.get("spec", {}).get("replicas", 1)),
                 max_unavailable=max_unavailable(hub, info.kind),
             )
-            return dict(step.replicas), set(step.delete)
+            return dict(step.replicas), set(step.delete), step.waiting
         leaving = {loc for loc in children if loc not in placement and loc not in stale}
         if info.key in DEPENDENCIES:
             # A ConfigMap stays while anything of its namespace still runs there.
@@ -249,7 +251,7 @@ class SyncLoop:
             leaving = {
                 loc for loc in leaving if not self.children[loc].namespace_has_workloads(namespace)
             }
-        return dict(placement), leaving
+        return dict(placement), leaving, ()
 
     def _stale(self) -> dict[str, str]:
         """Locations whose numbers are last known ones: not Ready, or not connected yet."""
@@ -326,6 +328,7 @@ class SyncLoop:
         children: dict[str, Obj],
         placement: dict[str, int | None],
         stale: dict[str, str],
+        waiting: tuple[str, ...],
     ) -> None:
         seen: dict[str, Obj | None] = {loc: children.get(loc) for loc in placement}
         seen.update(children)
@@ -339,6 +342,7 @@ class SyncLoop:
             applied,
             _now(),
         )
+        await self._show_move(hub, status, waiting)
         if not _differs(hub.get("status") or {}, status):
             return
         meta = hub["metadata"]
@@ -349,6 +353,36 @@ class SyncLoop:
             "status": status,
         }
         await self.hub.apply(info.path(meta["namespace"], meta["name"], "status"), body, MANAGER)
+
+    async def _show_move(self, hub: Obj, status: dict[str, Any], waiting: tuple[str, ...]) -> None:
+        """A handover in progress shows as Synced=False/Moving with what it waits for, and as
+        Events when it starts and ends (derived from the hub's status: a restart loses none)."""
+        before: dict[str, Any] = next(
+            (c for c in (hub.get("status") or {}).get("conditions", []) if c["type"] == SYNCED),
+            {},
+        )
+        was_moving = before.get("reason") == "Moving"
+        if waiting:
+            for condition in status.get("conditions", []):
+                if condition["type"] == SYNCED:
+                    condition.update(
+                        status="False", reason="Moving", message="moving: " + "; ".join(waiting)
+                    )
+                    if not was_moving:
+                        condition["lastTransitionTime"] = _now()
+            if not was_moving:
+                await events.record(
+                    self.hub, hub, "Normal", "Moving", "moving: " + "; ".join(waiting), MANAGER
+                )
+        elif was_moving:
+            await events.record(
+                self.hub,
+                hub,
+                "Normal",
+                "Moved",
+                "handover done: " + _placement_text(read_placement(hub)),
+                MANAGER,
+            )
 
     async def _ensure_finalizer(self, info: Kind, hub: Obj) -> None:
         finalizers = list(hub["metadata"].get("finalizers") or [])
@@ -407,6 +441,10 @@ def _differs(current: dict[str, Any], new: dict[str, Any]) -> bool:
         elif current.get(field) != value:
             return True
     return False
+
+
+def _placement_text(placement: dict[str, int | None]) -> str:
+    return ", ".join(k if v is None else f"{k}={v}" for k, v in sorted(placement.items()))
 
 
 def _now() -> str:

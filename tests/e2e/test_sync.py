@@ -179,6 +179,19 @@ def test_a_move_never_drops_below_what_the_rollout_strategy_allows(
         hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=60s")
     assert len(sampler.samples) >= 3  # sampled before, during and after the move
     assert min(sampler.samples) >= 6 - 1, sampler.samples
+    # The move showed on the hub object while it lasted, and ended.
+    reasons = [
+        e["reason"]
+        for e in hub.json("get", "events", "-n", namespace)["items"]
+        if e["involvedObject"]["name"] == "web"
+    ]
+    assert "Moving" in reasons and "Moved" in reasons, reasons
+    synced = next(
+        c
+        for c in hub.json("get", "deployment", "web", "-n", namespace)["status"]["conditions"]
+        if c["type"] == "kmc.dev/Synced"
+    )
+    assert synced["status"] == "True", synced
     assert hub.json("get", "deployment", "web", "-n", namespace)["status"]["availableReplicas"] == 6
 
 

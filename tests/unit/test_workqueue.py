@@ -68,3 +68,24 @@ async def test_a_failing_key_comes_back_after_a_backoff() -> None:
     worker.cancel()
     assert len(attempts) == 3
     assert attempts[1] - attempts[0] >= 0.1 and attempts[2] - attempts[1] >= 0.2
+
+
+async def test_the_rate_limit_holds_across_workers() -> None:
+    queue = WorkQueue(rate=100, burst=5)
+    done: list[float] = []
+    all_done = asyncio.Event()
+
+    async def reconcile(key: str) -> None:
+        done.append(asyncio.get_running_loop().time())
+        if len(done) == 25:
+            all_done.set()
+
+    for i in range(25):
+        queue.add(f"k{i}")
+    started = asyncio.get_running_loop().time()
+    workers = [asyncio.create_task(queue.work(reconcile, "test")) for _ in range(4)]
+    await asyncio.wait_for(all_done.wait(), 5)
+    for worker in workers:
+        worker.cancel()
+    # 5 at once, then 20 more at 100/s: at least 0.2 s, however many workers.
+    assert max(done) - started >= 0.19
