@@ -49,10 +49,16 @@ class Informer:
     """Keeps `cache` equal to the server's view of `path`, and tells `handler` what changed."""
 
     def __init__(
-        self, kube: Kube, path: str, handler: Handler, params: dict[str, str] | None = None
+        self,
+        kube: Kube,
+        path: str,
+        handler: Handler,
+        params: dict[str, str] | None = None,
+        backoff_cap: float = 30.0,
     ) -> None:
         self.kube = kube
         self.path = path
+        self.backoff_cap = backoff_cap
         self.handlers = [handler]
         self.params = params or {}
         self.cache: dict[str, Obj] = {}
@@ -81,7 +87,7 @@ class Informer:
         return [copy.deepcopy(o) for o in self.cache.values()]
 
     async def run(self) -> None:
-        backoff = Backoff()
+        backoff = Backoff(cap=self.backoff_cap)
         while True:
             try:
                 version = await self._relist()

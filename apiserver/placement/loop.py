@@ -141,6 +141,7 @@ class PlacementLoop:
         # Others working from the same hub objects (the sync loop) hear of every change by key.
         self.listeners: list[Callable[[str], None]] = []
         self.users: dict[str, set[str]] = {}  # dependency key -> workload keys using it
+        self._warned: dict[str, str] = {}  # key -> the last Warning message recorded for it
         self.uses: dict[str, set[str]] = {}  # workload key -> dependency keys it uses
         locations.subscribe(self._on_location)
 
@@ -243,6 +244,7 @@ class PlacementLoop:
         obj = informer.get(cache_key) if informer else None
         if obj is None or info is None:
             self._forget_uses(key)
+            self._warned.pop(key, None)
             return
         obj.setdefault("kind", info.kind)
         obj.setdefault("apiVersion", info.api_version)
@@ -427,8 +429,14 @@ class PlacementLoop:
             message,
         ):
             return
-        if warn:
+        key = f"{info.key}|{key_of(obj)}"
+        if warn and self._warned.get(key) != message:
+            # Remembered too: a reconcile working from a cache that predates our condition
+            # write must not warn twice.
+            self._warned[key] = message
             await events.record(self.hub, obj, "Warning", reason, message, COMPONENT)
+        elif not warn:
+            self._warned.pop(key, None)
         if info.key not in WORKLOADS:
             return
         since = old["lastTransitionTime"] if old and old["status"] == status else _now()

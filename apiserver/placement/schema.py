@@ -263,30 +263,24 @@ class SchemaIndex:
 
     def missing(self, obj: Mapping[str, Any]) -> list[str]:
         """Sorted paths `obj` sets that the schema does not know, each at its shallowest."""
-        out: list[str] = []
-        for key, value in obj.items():
-            if key in _IGNORED_TOP_LEVEL or value is None:
-                continue
-            child = self._root.fields.get(key)
-            if child is None:
-                if not self._root.open:
-                    out.append(key)
-            else:
-                _walk(child, value, key, out, every=False)
-        return sorted(set(out))
+        return sorted(set(self._walk_root(obj, every=False)))
 
     def field_paths(self, obj: Mapping[str, Any]) -> frozenset[str]:
         """Every leaf path `obj` sets, as the schema shapes it (maps end at the map itself)."""
+        return frozenset(self._walk_root(obj, every=True))
+
+    def _walk_root(self, obj: Mapping[str, Any], every: bool) -> list[str]:
         out: list[str] = []
         for key, value in obj.items():
             if key in _IGNORED_TOP_LEVEL or value is None:
                 continue
             child = self._root.fields.get(key)
             if child is None:
-                out.append(key)
+                if every or not self._root.open:
+                    out.append(key)
             else:
-                _walk(child, value, key, out, every=True)
-        return frozenset(out)
+                _walk(child, value, key, out, every=every)
+        return out
 
 
 def field_paths(obj: Mapping[str, Any], index: SchemaIndex | None = None) -> frozenset[str]:

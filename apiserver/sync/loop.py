@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import hashlib
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +75,11 @@ class ChildWatch:
         async def handler(_: str, obj: Obj) -> None:
             self.on_change(f"{kind.key}|{key_of(obj)}")
 
-        informer = Informer(self.kube, kind.collection, handler, {"labelSelector": ORIGIN_LABEL})
+        # A child back from an outage must be seen again within seconds: the hub's status of
+        # everything placed there waits for it.
+        informer = Informer(
+            self.kube, kind.collection, handler, {"labelSelector": ORIGIN_LABEL}, backoff_cap=5.0
+        )
         self.informers[kind.key] = informer
         self.tasks.append(asyncio.create_task(informer.run(), name=f"watch {self.location}"))
 
@@ -117,6 +123,10 @@ class SyncLoop:
         self.children: dict[str, ChildWatch] = {}
         # (hub key, location) -> (hub generation applied, child generation it produced)
         self.applied: dict[tuple[str, str], tuple[int, int]] = {}
+        # (hub key, location) -> (digest of what we applied, the child's version it produced).
+        # A child status change re-queues the hub object; this spares re-applying unchanged
+        # objects. A spec edit by hand bumps the generation, so drift is still undone.
+        self._written: dict[tuple[str, str], tuple[str, str]] = {}
         placement.listeners.append(self.queue.add)
         locations.subscribe(self._on_location)
 
@@ -210,13 +220,17 @@ class SyncLoop:
         await self._ensure_finalizer(info, hub)
         stale = self._stale()
         shares, deletable, waiting = self._handover(info, hub, placement, children, stale)
-        await asyncio.gather(
+        applied = await asyncio.gather(
             *(self._apply(key, info, hub, loc, shares, stale) for loc in sorted(shares))
         )
         for location in sorted(deletable):
             await self._delete_child(key, info, hub, location)
         if info.key in WORKLOADS:
             await self._fold(key, info, hub, children, placement, stale, waiting)
+        failed = [loc for loc, ok in zip(sorted(shares), applied, strict=True) if not ok]
+        if failed:
+            # The others are done; these come back after the queue's backoff.
+            raise ApiError.of(503, "ServiceUnavailable", f"applying to {', '.join(failed)} failed")
 
     def _handover(
         self,
@@ -273,25 +287,37 @@ class SyncLoop:
         location: str,
         shares: dict[str, int | None],
         stale: dict[str, str],
-    ) -> None:
+    ) -> bool:
+        """Apply one child; False when it failed (and should be tried again)."""
         watch = self.children.get(location)
         if watch is None or location in stale:
-            return  # retried when the location is back (its Ready change re-queues us)
+            return True  # retried when the location is back (its Ready change re-queues us)
         watch.ensure(info)
         meta = hub["metadata"]
         desired = child_object(hub, info.api_version, info.kind, location, shares)
+        digest = hashlib.sha256(json.dumps(desired, sort_keys=True).encode()).hexdigest()
+        current = watch.get(info.key, key.split("|", 1)[1])
+        if current is not None and self._written.get((key, location)) == (
+            digest,
+            _version(current),
+        ):
+            return True  # the child is as we last applied it, and we would apply the same again
         try:
             await self._ensure_namespace(watch, meta["namespace"])
             applied = await watch.kube.apply(
                 info.path(meta["namespace"], meta["name"]), desired, MANAGER
             )
         except ApiError as err:
+            if err.code == 404:
+                watch.namespaces.discard(meta["namespace"])  # deleted behind our back
             log.warning("%s: applying to %s failed: %s", key, location, err)
-            return
+            return False
+        self._written[(key, location)] = (digest, _version(applied))
         self.applied[(key, location)] = (
             int(meta.get("generation", 0)),
             int(applied.get("metadata", {}).get("generation", 0)),
         )
+        return True
 
     async def _ensure_namespace(self, watch: ChildWatch, namespace: str) -> None:
         if namespace in watch.namespaces:
@@ -317,6 +343,7 @@ class SyncLoop:
                 log.warning("%s: deleting from %s failed: %s", key, location, err)
                 return False
         self.applied.pop((key, location), None)
+        self._written.pop((key, location), None)
         log.info("%s: removed from %s", key, location)
         return True
 
@@ -441,6 +468,14 @@ def _differs(current: dict[str, Any], new: dict[str, Any]) -> bool:
         elif current.get(field) != value:
             return True
     return False
+
+
+def _version(obj: Obj) -> str:
+    """What changes when an object's spec changes: its generation, or (for kinds without one,
+    like ConfigMaps) its resourceVersion."""
+    meta = obj.get("metadata", {})
+    generation = meta.get("generation")
+    return f"g{generation}" if generation else f"rv{meta.get('resourceVersion')}"
 
 
 def _placement_text(placement: dict[str, int | None]) -> str:

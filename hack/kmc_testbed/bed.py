@@ -267,6 +267,9 @@ def command(state: State, cluster: Cluster | None, kind: str) -> list[str]:
             "--use-service-account-credentials=false",
             "--kube-api-qps=100",
             "--kube-api-burst=200",
+            # kwok renews node leases from a busy 2-core machine; a late renewal must not make
+            # nodes NotReady (their pods would be marked unready, and kwok never undoes that).
+            "--node-monitor-grace-period=3m",
         ]
     if kind == "scheduler":
         return [str(build.binary("kube-scheduler")), *delegated]

@@ -421,6 +421,28 @@ def test_a_resource_quota_is_weighted_by_where_the_namespace_runs(
     expect_placement(
         hub, "resourcequota", "compute", namespace, {"eu-west": 3, "us-east": 2, "us-west": 2}
     )
+    # Each child enforces its part, and the parts add up to the hub's quota exactly.
+    # 20Gi by 3:2:2 is 9203501348.57 / 6135667565.71 / 6135667565.71 bytes: floors, and the
+    # two spare bytes to the largest remainders.
+    expected = {
+        "eu-west": {"cpu": "4286m", "memory": "9203501348", "pods": "22"},
+        "us-east": {"cpu": "2857m", "memory": "6135667566", "pods": "14"},
+        "us-west": {"cpu": "2857m", "memory": "6135667566", "pods": "14"},
+    }
+    deadline = time.monotonic() + 30
+    while True:
+        hard = {}
+        for child in CHILDREN:
+            proc = kubectl[child].run(
+                "get", "quota", "compute", "-n", namespace, "-o", "json", check=False
+            )
+            hard[child] = json.loads(proc.stdout)["spec"]["hard"] if proc.returncode == 0 else None
+        if hard == expected:
+            break
+        assert time.monotonic() < deadline, hard
+        time.sleep(0.5)
+    assert sum(parse_quantity(h["memory"]) for h in expected.values()) == parse_quantity("20Gi")
+    assert sum(parse_quantity(h["cpu"]) for h in expected.values()) == 10
 
 
 def test_a_location_that_stops_serving_an_api_is_evacuated_with_the_reason(

@@ -143,7 +143,8 @@ class AvailabilitySampler:
             self._stop.wait(0.1)
 
     def __enter__(self) -> AvailabilitySampler:
-        self.thread.start()
+        if not self.thread.is_alive():  # already sampling when handed over by roll_out_then_pin
+            self.thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -160,21 +161,24 @@ def moving(replicas: int, max_unavailable: int) -> dict[str, Any]:
     return web
 
 
+def roll_out_then_pin(
+    hub: Kubectl, namespace: str, max_unavailable: int, location: str
+) -> AvailabilitySampler:
+    """A Deployment of 6 running, then a sampler started and the Deployment pinned elsewhere."""
+    wait_locations_settled(hub)
+    hub.apply(moving(6, max_unavailable), namespace)
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=120s")
+    sampler = AvailabilitySampler("web", namespace).__enter__()
+    pin = json.dumps({"type": "Split", "pin": [location]})
+    hub.run("annotate", "deployment/web", "-n", namespace, f"kmc.dev/strategy={pin}")
+    return sampler
+
+
 def test_a_move_never_drops_below_what_the_rollout_strategy_allows(
     installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
     hub = kubectl["hub"]
-    wait_locations_settled(hub)
-    hub.apply(moving(6, 1), namespace)
-    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=120s")
-    with AvailabilitySampler("web", namespace) as sampler:
-        hub.run(
-            "annotate",
-            "deployment/web",
-            "-n",
-            namespace,
-            'kmc.dev/strategy={"type":"Split","pin":["eu-west"]}',
-        )
+    with roll_out_then_pin(hub, namespace, 1, "eu-west") as sampler:
         wait_children(kubectl, "web", namespace, lambda c: shares(c) == {"eu-west": 6}, timeout=120)
         hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=60s")
     assert len(sampler.samples) >= 3  # sampled before, during and after the move
@@ -199,17 +203,7 @@ def test_a_move_survives_kmc_apiserver_being_killed_midway(
     installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
     hub = kubectl["hub"]
-    wait_locations_settled(hub)
-    hub.apply(moving(6, 0), namespace)
-    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=120s")
-    with AvailabilitySampler("web", namespace) as sampler:
-        hub.run(
-            "annotate",
-            "deployment/web",
-            "-n",
-            namespace,
-            'kmc.dev/strategy={"type":"Split","pin":["us-west"]}',
-        )
+    with roll_out_then_pin(hub, namespace, 0, "us-west") as sampler:
         # Kill it as soon as the move has begun (us-west grew, others not yet gone).
         wait_children(
             kubectl,
@@ -276,7 +270,9 @@ def test_a_stopped_child_does_not_hold_up_the_others_and_catches_up(
         return "us-west" in placement and shares(children) == placement
 
     wait_children(kubectl, "web", namespace, converged, timeout=90)
-    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=60s")
+    # The child's own controller-manager takes up to a minute to resume after its apiserver
+    # comes back (client-go's watch backoff); the hub reports it truthfully meanwhile.
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=150s")
 
 
 def test_a_hub_restart_is_recovered_without_restarting_kmc_apiserver(
@@ -326,3 +322,14 @@ def test_unjoin_drains_the_location_first(
         )
     finally:
         run_testbed("remove", "ap-east")
+
+
+def test_a_child_namespace_deleted_by_hand_comes_back_with_its_objects(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 3), namespace)
+    placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+    wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement)
+    kubectl["us-east"].run("delete", "namespace", namespace, "--timeout=60s")
+    wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement, timeout=60)
