@@ -301,7 +301,14 @@ class SyncLoop:
             digest,
             _version(current),
         ):
-            return True  # the child is as we last applied it, and we would apply the same again
+            # The child is as we last applied it and we would apply the same again. The hub's
+            # generation may still have moved (a Deployment's does on annotation changes, such
+            # as a new placement): the child reflects it all the same.
+            self.applied[(key, location)] = (
+                int(meta.get("generation", 0)),
+                int(current["metadata"].get("generation", 0)),
+            )
+            return True
         try:
             await self._ensure_namespace(watch, meta["namespace"])
             applied = await watch.kube.apply(

@@ -333,3 +333,26 @@ def test_a_child_namespace_deleted_by_hand_comes_back_with_its_objects(
     wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement)
     kubectl["us-east"].run("delete", "namespace", namespace, "--timeout=60s")
     wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement, timeout=60)
+
+
+def test_a_strategy_change_that_moves_nothing_still_completes_the_rollout(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    hub.apply(deployment("web", 6), namespace)
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=120s")
+    before = hub.json("get", "deployment", "web", "-n", namespace)["metadata"]["generation"]
+    # An annotation change bumps a Deployment's generation, though no child has to change.
+    hub.run(
+        "annotate",
+        "deployment/web",
+        "-n",
+        namespace,
+        'kmc.dev/strategy={"type":"Split","weights":{"us-east":1}}',
+    )
+    after = hub.json("get", "deployment", "web", "-n", namespace)
+    assert after["metadata"]["generation"] > before
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=30s")
+    status = hub.json("get", "deployment", "web", "-n", namespace)["status"]
+    assert status["observedGeneration"] == after["metadata"]["generation"]
