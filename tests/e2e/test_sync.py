@@ -84,13 +84,19 @@ def test_a_deployment_runs_in_the_children_and_the_hub_tells_the_truth(
         assert child["status"]["updatedReplicas"] == child["spec"]["replicas"]
 
 
-def test_hand_edits_and_deletions_in_a_child_are_undone(
-    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
-) -> None:
+def web_of_three_in_every_child(kubectl: dict[str, Kubectl], namespace: str) -> dict[str, Any]:
+    """A Deployment of 3 on the hub, placed one per child and synced there; its placement."""
     hub = kubectl["hub"]
     hub.apply(deployment("web", 3), namespace)
     placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
     wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement)
+    return placement
+
+
+def test_hand_edits_and_deletions_in_a_child_are_undone(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    placement = web_of_three_in_every_child(kubectl, namespace)
     kubectl["us-east"].run("scale", "deployment/web", "-n", namespace, "--replicas=7")
     kubectl["eu-west"].run("delete", "deployment/web", "-n", namespace)
     started = time.monotonic()
@@ -225,9 +231,7 @@ def test_deleting_the_hub_object_removes_the_children_first(
     installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
     hub = kubectl["hub"]
-    hub.apply(deployment("web", 3), namespace)
-    placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
-    wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement)
+    web_of_three_in_every_child(kubectl, namespace)
     assert (
         "kmc.dev/cleanup"
         in hub.json("get", "deployment", "web", "-n", namespace)["metadata"]["finalizers"]
@@ -327,10 +331,7 @@ def test_unjoin_drains_the_location_first(
 def test_a_child_namespace_deleted_by_hand_comes_back_with_its_objects(
     installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
-    hub = kubectl["hub"]
-    hub.apply(deployment("web", 3), namespace)
-    placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
-    wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement)
+    placement = web_of_three_in_every_child(kubectl, namespace)
     kubectl["us-east"].run("delete", "namespace", namespace, "--timeout=60s")
     wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement, timeout=60)
 
