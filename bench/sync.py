@@ -3,7 +3,8 @@
 - propagation: hub create → the object in every placed child (ConfigMaps with a Replicate
   strategy, all three children), p50/p99 over N objects; baseline: a direct create into one
   child, seen through that child's own watch, measured in the same run.
-- fold-up: a child Deployment becomes available → the hub object says so, p50 over N.
+- fold-up: Deployments of 1 pinned to one child; from the hub create, the time until the
+  child says Available (baseline) and until the hub object says so; p50 over N.
 - kmc-apiserver at rest: CPU (% of one core over 30 s) and RSS, before the run above.
 
 Latencies are taken from watch events, never from polling.
@@ -46,6 +47,10 @@ class Seen:
 
     async def run(self) -> None:
         listing = await self.kube.get(self.path)
+        listed = time.monotonic()
+        for obj in listing.get("items", []):
+            if self.wanted(obj):
+                self.at.setdefault(obj["metadata"]["name"], listed)
         self.ready.set()
         async for event in self.kube.watch(self.path, listing["metadata"]["resourceVersion"]):
             obj = event["object"]
@@ -121,6 +126,82 @@ async def propagation(count: int) -> list[dict[str, Any]]:
     ]
 
 
+async def foldup(count: int) -> list[dict[str, Any]]:
+    ns = f"bench-fold-{uuid.uuid4().hex[:5]}"
+
+    def available(obj: Obj) -> bool:
+        return bool((obj.get("status") or {}).get("availableReplicas") == 1)
+
+    async with aiohttp.ClientSession() as session:
+        hub = await _client(session, "hub")
+        child = await _client(session, "us-east")
+        await hub.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+        path = f"/apis/apps/v1/namespaces/{ns}/deployments"
+        on_hub, in_child = Seen(hub, path, available), Seen(child, path, available)
+        tasks = [asyncio.create_task(on_hub.run())]
+        await on_hub.ready.wait()
+        child_ready = False
+        strategy = json.dumps({"type": "Single", "pin": ["us-east"]})
+        hub_times, child_times = [], []
+        for i in range(count):
+            name = f"f{i}"
+            labels = {"app": name}
+            body = {
+                "metadata": {"name": name, "annotations": {"kmc.dev/strategy": strategy}},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": "c", "image": "x"}]},
+                    },
+                },
+            }
+            started = time.monotonic()
+            await hub.create(path, body)
+            if not child_ready:  # the child namespace exists once the first object is synced
+                while True:
+                    try:
+                        await child.get(path)
+                        break
+                    except Exception:
+                        await asyncio.sleep(0.01)
+                tasks.append(asyncio.create_task(in_child.run()))
+                await in_child.ready.wait()
+                child_ready = True
+            deadline = started + 60
+            while name not in on_hub.at or name not in in_child.at:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{name} not Available on the hub within 60 s")
+                await asyncio.sleep(0.002)
+            hub_times.append(on_hub.at[name] - started)
+            child_times.append(in_child.at[name] - started)
+        for task in tasks:
+            task.cancel()
+        await hub.delete(f"/api/v1/namespaces/{ns}")
+    hub_p50, child_p50 = statistics.median(hub_times), statistics.median(child_times)
+    return [
+        {
+            "benchmark": "sync.foldup",
+            "figure": "create_to_available_on_hub_p50_ms",
+            "value": round(hub_p50 * 1000, 1),
+            "baseline": round(child_p50 * 1000, 1),
+            "ratio": round(hub_p50 / child_p50, 2),
+        },
+        {
+            "benchmark": "sync.foldup",
+            "figure": "fold_latency_p50_ms",
+            "value": round(
+                statistics.median(h - c for h, c in zip(hub_times, child_times, strict=True))
+                * 1000,
+                1,
+            ),
+            "baseline": None,
+            "ratio": None,
+        },
+    ]
+
+
 def kmc_usage(seconds: float = 30.0) -> list[dict[str, Any]]:
     """CPU (% of one core) and RSS of kmc-apiserver, from /proc, over `seconds` at rest."""
     state = bed.load()
@@ -163,6 +244,7 @@ def main(argv: list[str]) -> None:
     count = int(argv[0]) if argv else 200
     rows = kmc_usage()  # first: after the propagation run, cleaning up is not rest
     rows += asyncio.run(propagation(count))
+    rows += asyncio.run(foldup(min(count, 50)))
     emit(rows)
 
 
