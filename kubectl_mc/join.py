@@ -11,6 +11,7 @@ before break, by the sync loop), and waits until the location holds none of our 
 
 from __future__ import annotations
 
+import base64
 import re
 import time
 from collections.abc import Callable
@@ -51,6 +52,14 @@ def join(
         standalone = flatten(selected)
     except KubeconfigError as err:
         raise JoinError(f"--cluster-kubeconfig {kubeconfig}: {err}") from err
+    server = str(selected.cluster.get("server", ""))
+    for other, other_server in _joined_servers(hub):
+        if other != name and _same_server(other_server, server):
+            raise JoinError(
+                f"the cluster at {server} is already joined as {other}: one cluster can be one "
+                "location only (two would fight over the same objects); "
+                f"`kubectl mc unjoin {other}` first to join it under another name"
+            )
     child = kube.connect(select(standalone), timeout=10)
     try:
         child.get("/version")
@@ -165,6 +174,29 @@ def _drain(
 def _ready(location: dict[str, Any]) -> dict[str, Any]:
     conditions = (location.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c.get("type") == "Ready"), {})
+
+
+def _joined_servers(hub: Client) -> list[tuple[str, str]]:
+    """(location, server) of every joined cluster, from the Secrets join wrote."""
+    secrets = hub.get(
+        f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets", labelSelector="kmc.dev/location"
+    )
+    found = []
+    for secret in secrets.get("items", []):
+        location = secret["metadata"].get("labels", {}).get("kmc.dev/location", "")
+        try:
+            config = yaml.safe_load(base64.b64decode(secret.get("data", {}).get("kubeconfig", "")))
+            found.append((location, str(config["clusters"][0]["cluster"]["server"])))
+        except (ValueError, TypeError, KeyError, IndexError, yaml.YAMLError):
+            continue  # not one of ours after all
+    return found
+
+
+def _same_server(a: str, b: str) -> bool:
+    def norm(url: str) -> str:
+        return url.strip().rstrip("/").lower().replace("://localhost:", "://127.0.0.1:")
+
+    return norm(a) == norm(b)
 
 
 def _exists(hub: Client, path: str) -> bool:

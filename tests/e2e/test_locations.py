@@ -98,43 +98,35 @@ def test_an_outage_shows_within_seconds_and_heals(
 
 def test_join_unjoin_round_trip(installed: bed.State, kubectl: dict[str, Kubectl]) -> None:
     hub = kubectl["hub"]
-    out = hub.mc(
+    run_testbed("add", "ap-west")  # a cluster of its own, not joined yet
+    join = [
         "join",
-        "us-east-again",
+        "ap-west",
         "--cluster-kubeconfig",
         str(config.kubeconfig_path()),
         "--cluster-context",
-        "us-east",
-        "--labels",
-        "kmc.dev/cloud=testbed",
-    )
-    assert out.stdout.strip() == "location.kmc.dev/us-east-again joined"
+        "ap-west",
+    ]
     try:
+        out = hub.mc(*join, "--labels", "kmc.dev/cloud=testbed")
+        assert out.stdout.strip() == "location.kmc.dev/ap-west joined"
         wait_until(
             "the new Location Ready",
-            lambda: ready(hub.json("get", "location", "us-east-again")).get("status") == "True",
+            lambda: ready(hub.json("get", "location", "ap-west")).get("status") == "True",
         )
-        secret = hub.json("get", "secret", "-n", "kmc-system", "location-us-east-again")
+        secret = hub.json("get", "secret", "-n", "kmc-system", "location-ap-west")
         stored = yaml.safe_load(base64.b64decode(secret["data"]["kubeconfig"]))
         # Self-contained: one context, credentials inline, nothing else from the source file.
-        assert [c["name"] for c in stored["contexts"]] == ["us-east"]
+        assert [c["name"] for c in stored["contexts"]] == ["ap-west"]
         assert "client-key-data" in stored["users"][0]["user"]
-        again = hub.mc(
-            "join",
-            "us-east-again",
-            "--cluster-kubeconfig",
-            str(config.kubeconfig_path()),
-            "--cluster-context",
-            "us-east",
-        )
-        assert again.stdout.strip() == "location.kmc.dev/us-east-again configured"
+        assert hub.mc(*join).stdout.strip() == "location.kmc.dev/ap-west configured"
+        out = hub.mc("unjoin", "ap-west", "--timeout=60s")
+        assert out.stdout.splitlines()[-1] == "location.kmc.dev/ap-west unjoined"
+        assert hub.run("get", "location", "ap-west", check=False).returncode == 1
+        gone = hub.run("get", "secret", "-n", "kmc-system", "location-ap-west", check=False)
+        assert gone.returncode == 1
     finally:
-        # The same cluster as us-east under a second name: it can never be drained empty.
-        out = hub.mc("unjoin", "us-east-again", "--force")
-    assert out.stdout.strip() == "location.kmc.dev/us-east-again unjoined"
-    assert hub.run("get", "location", "us-east-again", check=False).returncode == 1
-    gone = hub.run("get", "secret", "-n", "kmc-system", "location-us-east-again", check=False)
-    assert gone.returncode == 1
+        run_testbed("remove", "ap-west")
 
 
 def test_join_refuses_bad_input_and_writes_nothing(
@@ -172,6 +164,19 @@ def test_join_refuses_bad_input_and_writes_nothing(
             "digits and '-', at most 63 characters)",
         ),
         (
+            [
+                "join",
+                "us-east-again",
+                "--cluster-kubeconfig",
+                str(config.kubeconfig_path()),
+                "--cluster-context",
+                "us-east",
+            ],
+            f"error: the cluster at {installed.cluster('us-east').server} is already joined as "
+            "us-east: one cluster can be one location only (two would fight over the same "
+            "objects); `kubectl mc unjoin us-east` first to join it under another name",
+        ),
+        (
             ["unjoin", "nowhere"],
             'Error from server (NotFound): locations.kmc.dev "nowhere" not found',
         ),
@@ -181,6 +186,7 @@ def test_join_refuses_bad_input_and_writes_nothing(
         assert proc.returncode == 1, (args, proc.stdout)
         assert proc.stderr.strip() == message
     assert hub.run("get", "location", "nowhere", check=False).returncode == 1
+    assert hub.run("get", "location", "us-east-again", check=False).returncode == 1
     no_secret = hub.run("get", "secret", "-n", "kmc-system", "location-nowhere", check=False)
     assert no_secret.returncode == 1
 
