@@ -94,6 +94,8 @@ DEPENDENCIES = {
 # loop divides `spec.hard` by those weights (quota.divide_quota).
 QUOTA = _builtin("ResourceQuota", "v1", "resourcequotas")
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+# Location status fields no placement decision reads.
+LOCATION_NOISE = frozenset({"lastProbeTime", "objects", "observedGeneration"})
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ class PlacementLoop:
         self.listeners: list[Callable[[str], None]] = []
         self.users: dict[str, set[str]] = {}  # dependency key -> workload keys using it
         self._warned: dict[str, str] = {}  # key -> the last Warning message recorded for it
+        self._locations_seen: dict[str, Any] = {}  # name -> what decisions read of it
         self.uses: dict[str, set[str]] = {}  # workload key -> dependency keys it uses
         locations.subscribe(self._on_location)
 
@@ -222,7 +225,21 @@ class PlacementLoop:
         for kind in list(self.informers):
             self._enqueue_namespace(kind, ns["metadata"]["name"])
 
-    async def _on_location(self, _: str, __: Obj) -> None:
+    async def _on_location(self, event: str, location: Obj) -> None:
+        """Re-decide everything when a Location changes in a way a decision can see; its probe
+        time and the sync loop's object count are not such a change."""
+        name = location["metadata"]["name"]
+        status = {
+            k: v for k, v in (location.get("status") or {}).items() if k not in LOCATION_NOISE
+        }
+        seen = (
+            None
+            if event == "DELETED"
+            else (location["metadata"].get("labels"), location.get("spec"), status)
+        )
+        if self._locations_seen.get(name) == seen:
+            return
+        self._locations_seen[name] = seen
         self._enqueue_all([k for k in self.kinds if k not in DEPENDENCIES])
 
     def _enqueue_all(self, kinds: Iterable[str] | None = None) -> None:

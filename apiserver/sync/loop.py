@@ -127,6 +127,7 @@ class SyncLoop:
         # A child status change re-queues the hub object; this spares re-applying unchanged
         # objects. A spec edit by hand bumps the generation, so drift is still undone.
         self._written: dict[tuple[str, str], tuple[str, str]] = {}
+        self._ready_seen: dict[str, Any] = {}  # location -> its Ready condition as last seen
         placement.listeners.append(self.queue.add)
         locations.subscribe(self._on_location)
 
@@ -175,12 +176,16 @@ class SyncLoop:
                 self.queue.add(f"{kind}|{key}")
 
     async def _on_location(self, event: str, location: Obj) -> None:
+        """Start or stop a location's watches; re-look at everything only when what a
+        reconcile reads of the location changed: its watches, or whether it is Ready."""
         name = location["metadata"]["name"]
         watch = self.children.get(name)
+        changed = False
         if event == "DELETED":
             if watch:
                 watch.stop()
                 del self.children[name]
+                changed = True
         else:
             kube = self.fleet.get(name)
             if kube is not None and (watch is None or watch.kube is not kube):
@@ -190,7 +195,23 @@ class SyncLoop:
                 for kind in (*WORKLOADS.values(), *DEPENDENCIES.values()):
                     watch.ensure(kind)
                 self.children[name] = watch
-        self._enqueue_all()
+                changed = True
+        conditions = (location.get("status") or {}).get("conditions") or []
+        ready = (
+            None
+            if event == "DELETED"
+            else next(
+                (
+                    (c["status"], c.get("lastTransitionTime"))
+                    for c in conditions
+                    if c["type"] == "Ready"
+                ),
+                None,
+            )
+        )
+        if changed or self._ready_seen.get(name) != ready:
+            self._ready_seen[name] = ready
+            self._enqueue_all()
 
     # -- reconciling ----------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from apiserver.placement.quantity import parse_quantity
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl, run_testbed
-from .test_testbed import deployment
+from .test_testbed import deployment, job
 
 Placement = dict[str, int | None]
 
@@ -243,22 +243,7 @@ def test_jobs_daemonsets_and_namespace_strategies(
 ) -> None:
     hub = kubectl["hub"]
     wait_locations_settled(hub)  # a Job, once placed, stays where it started
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "crunch"},
-        "spec": {
-            "parallelism": 3,
-            "completions": 6,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "c", "image": "registry.example/crunch:1"}],
-                }
-            },
-        },
-    }
-    hub.apply(job, namespace)
+    hub.apply(job("crunch", 3, 6), namespace)
     expect_placement(
         hub,
         "job",
@@ -450,22 +435,7 @@ def test_a_location_that_stops_serving_an_api_is_evacuated_with_the_reason(
 ) -> None:
     hub = kubectl["hub"]
     wait_locations_settled(hub)
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "nightly"},
-        "spec": {
-            "parallelism": 3,
-            "completions": 3,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "c", "image": "registry.example/nightly:1"}],
-                }
-            },
-        },
-    }
-    hub.apply(job, namespace)
+    hub.apply(job("nightly", 3, 3), namespace)
     expect_placement(hub, "job", "nightly", namespace, {"eu-west": 1, "us-east": 1, "us-west": 1})
     # us-west's apiserver comes back without batch/v1, as after a bad upgrade.
     run_testbed("reconfigure", "us-west", "--apiserver-arg=--runtime-config=batch/v1=false")

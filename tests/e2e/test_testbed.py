@@ -43,6 +43,24 @@ def deployment(name: str, replicas: int) -> dict[str, Any]:
     }
 
 
+def job(name: str, parallelism: int, completions: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "parallelism": parallelism,
+            "completions": completions,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": f"registry.example/{name}:1"}],
+                }
+            },
+        },
+    }
+
+
 def test_each_child_runs_a_deployment_on_kwok_nodes(
     kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
