@@ -66,8 +66,14 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         app[HUB],
         app[FLEET],
         app[LOCATIONS].informer,
-        PlacementSettings(grace=options.grace_period, cooldown=options.cooldown),
+        PlacementSettings(
+            grace=options.grace_period,
+            cooldown=options.cooldown,
+            capacity_hold=options.capacity_hold,
+        ),
+        pending=app[LOCATIONS].unschedulable,
     )
+    app[LOCATIONS].stuck_listeners.append(app[PLACEMENT].on_stuck)
     app[SYNC] = SyncLoop(app[HUB], app[FLEET], app[PLACEMENT], app[LOCATIONS].informer)
     app[LOOPS] = {
         "locations": asyncio.create_task(app[LOCATIONS].run(), name="locations"),

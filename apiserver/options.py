@@ -30,6 +30,7 @@ class Options:
     probe_timeout: float
     grace_period: float
     cooldown: float
+    capacity_hold: float
     log_level: str
 
     @property
@@ -80,6 +81,12 @@ def parser() -> argparse.ArgumentParser:
         default=60.0,
         help="seconds a location must be Ready before it gets new replicas again",
     )
+    p.add_argument(
+        "--capacity-hold",
+        type=float,
+        default=300.0,
+        help="seconds a location that could not schedule its share keeps the lower share",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -105,5 +112,5 @@ def validate(options: Options) -> None:
             raise OptionsError(f"{flag} {path}: no such file")
     if options.probe_interval <= 0 or options.probe_timeout <= 0:
         raise OptionsError("--probe-interval and --probe-timeout must be positive")
-    if options.grace_period < 0 or options.cooldown < 0:
-        raise OptionsError("--grace-period and --cooldown cannot be negative")
+    if options.grace_period < 0 or options.cooldown < 0 or options.capacity_hold < 0:
+        raise OptionsError("--grace-period, --cooldown and --capacity-hold cannot be negative")

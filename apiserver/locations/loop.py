@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import datetime
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
 from apiserver.kube.informer import Backoff, Informer
 from apiserver.locations import model
 from apiserver.locations.fleet import CredentialsError, Fleet
+from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.locations.probe import Watched, probe
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,21 @@ class LocationLoop:
         self.settings = settings
         self.informer = Informer(hub, model.PATH, self._on_event)
         self._probers: dict[str, tuple[str, asyncio.Task[None]]] = {}
+        self._watched: dict[str, Watched] = {}
+        # Told (location, owner) when a workload's count of unschedulable pods changes there.
+        self.stuck_listeners: list[Callable[[str, Owner], None]] = []
+
+    def unschedulable(self, name: str) -> Unschedulable | None:
+        """The unschedulable pods of a location, while its pod watch runs."""
+        watched = self._watched.get(name)
+        return watched.unschedulable if watched else None
+
+    def _stuck(self, name: str) -> Callable[[Owner], None]:
+        def tell(owner: Owner) -> None:
+            for listener in self.stuck_listeners:
+                listener(name, owner)
+
+        return tell
 
     async def run(self) -> None:
         try:
@@ -80,7 +97,8 @@ class LocationLoop:
                 if kube is not None and (watched is None or watched.kube is not kube):
                     if watched:
                         watched.stop()
-                    watched = Watched(kube, woken.set)
+                    watched = Watched(kube, woken.set, self._stuck(name))
+                    self._watched[name] = watched
                 fields, healthy = await self._probe(location, watched)
                 last_written = await self._write(name, location, fields, last_written)
                 woken.clear()
@@ -94,6 +112,8 @@ class LocationLoop:
         finally:
             if watched:
                 watched.stop()
+                if self._watched.get(name) is watched:
+                    del self._watched[name]
 
     async def _write(
         self,

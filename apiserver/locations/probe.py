@@ -13,6 +13,7 @@ from typing import Any
 
 from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
 from apiserver.kube.informer import Informer
+from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.placement.quantity import format_quantity, parse_quantity
 
 DISCOVERY_V2 = (
@@ -24,17 +25,31 @@ RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
 
 class Watched:
     """A child's nodes and running pods, kept by watches: a probe reads them instead of
-    listing everything every time, and a change wakes the prober at once."""
+    listing everything every time, and a change wakes the prober at once. The pods also
+    feed the index of unschedulable ones; `stuck` hears of each owner whose count changed."""
 
-    def __init__(self, kube: Kube, wake: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        wake: Callable[[], None],
+        stuck: Callable[[Owner], None] = lambda _: None,
+    ) -> None:
         self.kube = kube
         self.wake = wake
+        self.stuck = stuck
+        self.unschedulable = Unschedulable()
         self.nodes = Informer(kube, "/api/v1/nodes", self._changed)
         self.pods = Informer(kube, "/api/v1/pods", self._changed, {"fieldSelector": RUNNING})
+        self.pods.subscribe(self._pod)
         self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods)]
 
     async def _changed(self, _: str, __: Obj) -> None:
         self.wake()
+
+    async def _pod(self, event: str, pod: Obj) -> None:
+        owner = self.unschedulable.update(event, pod)
+        if owner is not None:
+            self.stuck(owner)
 
     def stop(self) -> None:
         for task in self.tasks:

@@ -259,6 +259,7 @@ class _Context:
     evacuating: frozenset[str]
     total: int | None
     missing: Mapping[str, int]
+    limits: Mapping[str, int]
 
     def weight(self, name: str) -> int:
         written = self.strategy.weight_of(name)
@@ -376,6 +377,9 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
         for name, missing in ctx.missing.items()
         if name in weights and missing > 0
     }
+    for name, limit in ctx.limits.items():
+        if name in weights:
+            caps[name] = min(caps.get(name, limit), limit)
     result = apportion(
         total,
         weights,
@@ -484,11 +488,13 @@ def decide(
     now: float,
     settings: Settings = Settings(),
     missing_capacity: Mapping[str, int] | None = None,
+    limits: Mapping[str, int] | None = None,
 ) -> Decision:
     """Place `obj` by `strategy` on `candidates`, given its `current` placement.
 
     `missing_capacity` counts, per location, replicas that stayed unschedulable there past the
     grace period: that location is capped at what actually runs and the rest goes elsewhere.
+    `limits` caps locations found short earlier, so their share does not grow back at once.
     """
     by_name = {candidate.name: candidate for candidate in candidates}
     if len(by_name) != len(candidates):
@@ -509,6 +515,7 @@ def decide(
         evacuating=frozenset(name for name, c in eligible.items() if not c.ready),
         total=total_replicas(obj),
         missing=dict(missing_capacity or {}),
+        limits=dict(limits or {}),
     )
     placement, problem = _place(ctx)
     if placement is None:

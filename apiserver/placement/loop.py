@@ -27,6 +27,7 @@ from apiserver.kube.client import Kube, Obj
 from apiserver.kube.informer import Informer, key_of
 from apiserver.locations.fleet import Fleet
 from apiserver.locations.model import Location
+from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.placement import engine
 from apiserver.placement.dependencies import follow, pod_spec_of, references
 from apiserver.placement.quantity import parse_quantity
@@ -104,6 +105,8 @@ class Settings:
     cooldown: float = 60.0
     workers: int = 4  # mostly waiting on the hub: more than the cores
     resync: float = 60.0  # safety net: every object is looked at again this often
+    # How long a location found short of room keeps its lowered share before it is tried again.
+    capacity_hold: float = 300.0
 
 
 def read_placement(obj: Obj) -> dict[str, int | None]:
@@ -125,11 +128,19 @@ def placement_text(placement: dict[str, int | None]) -> str:
 
 class PlacementLoop:
     def __init__(
-        self, hub: Kube, fleet: Fleet, locations: Informer, settings: Settings = Settings()
+        self,
+        hub: Kube,
+        fleet: Fleet,
+        locations: Informer,
+        settings: Settings = Settings(),
+        pending: Callable[[str], Unschedulable | None] = lambda _: None,
     ) -> None:
         self.hub = hub
         self.settings = settings
         self.locations = locations
+        self.pending = pending
+        # workload key -> location -> (share it is held to, until when): found short of room.
+        self._held: dict[str, dict[str, tuple[int, float]]] = {}
         self.schemas = SchemaCache(fleet)
         self.queue = WorkQueue()
         self.kinds = {**WORKLOADS, **DEPENDENCIES, QUOTA.key: QUOTA}
@@ -221,6 +232,12 @@ class PlacementLoop:
         self.informers[kind.key] = Informer(self.hub, kind.collection, self._on_object(kind.key))
         self._custom[kind.key] = asyncio.create_task(self.informers[kind.key].run())
 
+    def on_stuck(self, _location: str, owner: Owner) -> None:
+        """A workload's count of unschedulable pods changed in a location: look again."""
+        kind, namespace, name = owner
+        if kind in WORKLOADS:
+            self.queue.add(f"{kind}|{namespace}/{name}")
+
     async def _on_namespace(self, _: str, ns: Obj) -> None:
         for kind in list(self.informers):
             self._enqueue_namespace(kind, ns["metadata"]["name"])
@@ -262,6 +279,7 @@ class PlacementLoop:
         if obj is None or info is None:
             self._forget_uses(key)
             self._warned.pop(key, None)
+            self._held.pop(key, None)
             return
         obj.setdefault("kind", info.kind)
         obj.setdefault("apiVersion", info.api_version)
@@ -292,6 +310,11 @@ class PlacementLoop:
         now = time.time()
         candidates = [await self._candidate(loc, obj) for loc in self.locations.items()]
         current = read_placement(obj)
+        held = {n: share for n, (share, until) in self._held.get(key, {}).items() if until > now}
+        missing = self._missing(obj, candidates, now) if kind in WORKLOADS else {}
+        # A held location already lost its stuck replicas; they linger until the child
+        # scales down, and must not be taken away a second time.
+        missing = {name: count for name, count in missing.items() if name not in held}
         decision = engine.decide(
             obj,
             strategy,
@@ -299,7 +322,10 @@ class PlacementLoop:
             current,
             now,
             engine.Settings(grace=self.settings.grace, cooldown=self.settings.cooldown),
+            missing_capacity=missing,
+            limits=held,
         )
+        self._hold(key, missing, current, decision.placement, now)
         if decision.placement != current:
             await self._write_placement(info, obj, decision.placement)
             await self._announce(obj, current, decision)
@@ -366,6 +392,52 @@ class PlacementLoop:
                     )
         if weights != read_placement(quota):
             await self._write_placement(QUOTA, quota, weights)
+
+    def _missing(self, obj: Obj, candidates: list[engine.Candidate], now: float) -> dict[str, int]:
+        """Replicas stuck unschedulable past the grace period, per location; a look is
+        scheduled for when the next stuck pod's grace period ends."""
+        meta = obj["metadata"]
+        owner = (obj["kind"], meta["namespace"], meta["name"])
+        missing: dict[str, int] = {}
+        due = []
+        for candidate in candidates:
+            index = self.pending(candidate.name)
+            if index is None:
+                continue
+            count = index.stuck(owner, now - self.settings.grace)
+            if count:
+                missing[candidate.name] = count
+            earliest = index.earliest(owner)
+            if earliest is not None and earliest + self.settings.grace > now:
+                due.append(earliest + self.settings.grace)
+        if due:
+            self.queue.add_after(f"{obj['kind']}|{key_of(obj)}", min(due) - now + 0.5)
+        return missing
+
+    def _hold(
+        self,
+        key: str,
+        missing: dict[str, int],
+        current: dict[str, int | None],
+        placement: dict[str, int | None],
+        now: float,
+    ) -> None:
+        """A location that lost replicas for want of room keeps its lower share for a while:
+        without this the share would move back as soon as the stuck pods are gone, and flap."""
+        held = {
+            name: (share, until)
+            for name, (share, until) in self._held.get(key, {}).items()
+            if until > now
+        }
+        for name in missing:
+            share = placement.get(name) or 0
+            if share < (current.get(name) or 0):
+                held[name] = (share, now + self.settings.capacity_hold)
+        if held:
+            self._held[key] = held
+            self.queue.add_after(key, min(until for _, until in held.values()) - now + 0.5)
+        else:
+            self._held.pop(key, None)
 
     def _track_uses(self, key: str, obj: Obj) -> None:
         namespace = obj["metadata"]["namespace"]

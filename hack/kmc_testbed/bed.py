@@ -39,6 +39,7 @@ Log = Callable[[str], None]
 HUB = "hub"
 KMC = "kmc-apiserver"
 GRACE = 8  # kmc-apiserver's grace period and cooldown on the bed, in seconds
+CAPACITY_HOLD = 30  # how long a location short of room keeps its lowered share on the bed
 DEFAULT_CHILDREN: dict[str, dict[str, str]] = {
     "us-east": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-east-1"},
     "us-west": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-west-1"},
@@ -326,6 +327,7 @@ def _kmc_command(state: State) -> list[str]:
         # Short, so e2e tests see evacuation and return within seconds, not minutes.
         f"--grace-period={GRACE}",
         f"--cooldown={GRACE}",
+        f"--capacity-hold={CAPACITY_HOLD}",
     ]
 
 

@@ -483,3 +483,55 @@ def test_capacity_weights_follow_free_cpu(
     placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
     assert sum(v or 0 for v in placement.values()) == 7
     assert (placement["us-east"] or 0) < min(placement["us-west"] or 0, placement["eu-west"] or 0)
+
+
+def test_pods_a_location_cannot_schedule_go_elsewhere_and_stay_away(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """The CERN case: a location that looks roomy but cannot schedule keeps only what runs."""
+    hub, west = kubectl["hub"], kubectl["us-west"]
+    wait_locations_settled(hub)
+    hub.apply(deployment("web", 3), namespace)
+    expect_placement(
+        hub, "deployment", "web", namespace, {"eu-west": 1, "us-east": 1, "us-west": 1}
+    )
+    wait_pods(west, namespace, lambda pods: len(pods) == 1 and all(scheduled(p) for p in pods))
+    nodes = [n["metadata"]["name"] for n in west.json("get", "nodes")["items"]]
+    west.run("cordon", *nodes)
+    try:
+        hub.run("scale", "deployment", "web", "--replicas=6", "-n", namespace)
+        # 2/2/2 first; us-west's second pod stays Pending, and after the grace period its
+        # share is cut to the one that runs.
+        placement = wait_placement(
+            hub,
+            "deployment",
+            "web",
+            namespace,
+            lambda p: sum(v or 0 for v in p.values()) == 6 and p.get("us-west") == 1,
+            timeout=bed.GRACE + 40,
+        )
+        assert set(placement) == set(CHILDREN)
+        messages = [e["message"] for e in events_of(hub, namespace, "web")]
+        assert "scaled us-west 2 -> 1: 1 replicas unschedulable there" in messages
+        wait_pods(west, namespace, lambda pods: len(pods) == 1 and scheduled(pods[0]))
+        # Its stuck pod is gone, yet the share stays down while the location is held.
+        time.sleep(bed.GRACE + 2)
+        assert placement_of(hub, "deployment", "web", namespace) == placement
+    finally:
+        west.run("uncordon", *nodes)
+
+
+def scheduled(pod: dict[str, Any]) -> bool:
+    return bool(pod.get("spec", {}).get("nodeName"))
+
+
+def wait_pods(
+    child: Kubectl, namespace: str, ok: Callable[[list[dict[str, Any]]], bool]
+) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        pods = child.json("get", "pods", "-n", namespace)["items"]
+        if ok(pods):
+            return
+        assert time.monotonic() < deadline, [p["metadata"]["name"] for p in pods]
+        time.sleep(0.5)

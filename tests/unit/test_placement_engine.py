@@ -400,6 +400,19 @@ def test_missing_capacity_moves_the_unschedulable_replicas_elsewhere() -> None:
     assert alone.placement == {"a": 4}
 
 
+def test_a_held_location_does_not_grow_back_once_its_stuck_pods_are_gone() -> None:
+    candidates = [loc("a"), loc("b"), loc("c")]
+    current = {"a": 1, "b": 6, "c": 5}
+    free = run(candidates, current=current, obj=deployment(12))
+    assert free.placement == {"a": 4, "b": 4, "c": 4}
+    held = run(candidates, current=current, obj=deployment(12), limits={"a": 1})
+    assert held.placement == current
+    assert held.changes == ()
+    grown = run(candidates, current=current, obj=deployment(15), limits={"a": 1})
+    assert grown.placement["a"] == 1
+    assert sum(v or 0 for v in grown.placement.values()) == 15
+
+
 def test_scaling_to_zero_keeps_the_copies() -> None:
     decision = run([loc("a"), loc("b")], current={"a": 2, "b": 1}, obj=deployment(0))
     assert decision.placement == {"a": 0, "b": 0}
