@@ -9,11 +9,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 from aiohttp import web
 
+from apiserver import admission, workloads
+from apiserver.api import documents
+from apiserver.api.authn import (
+    Authenticator,
+    FrontProxyConfig,
+    FrontProxyWatch,
+    configure_client_auth,
+)
+from apiserver.api.authz import Authorizer
+from apiserver.api.errors import status_errors
+from apiserver.api.guard import guard
+from apiserver.keys import (
+    AUTHENTICATOR,
+    AUTHORIZER,
+    FLEET,
+    FRONT_PROXY,
+    HUB,
+    LOCATIONS,
+    LOOPS,
+    OPTIONS,
+    PLACEMENT,
+    SYNC,
+)
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import Kube
 from apiserver.locations.fleet import Fleet
@@ -22,27 +47,27 @@ from apiserver.locations.loop import Settings as LocationSettings
 from apiserver.options import Options
 from apiserver.placement.loop import PlacementLoop
 from apiserver.placement.loop import Settings as PlacementSettings
+from apiserver.remote import handlers as remote
 from apiserver.sync.loop import SyncLoop
 
 log = logging.getLogger(__name__)
 
-OPTIONS = web.AppKey("options", Options)
-HUB = web.AppKey("hub", Kube)
-FLEET = web.AppKey("fleet", Fleet)
-LOOPS = web.AppKey("loops", dict[str, "asyncio.Task[None]"])
-LOCATIONS = web.AppKey("locations", LocationLoop)
-PLACEMENT = web.AppKey("placement", PlacementLoop)
-SYNC = web.AppKey("sync", SyncLoop)
 
-
-def make_app(options: Options) -> web.Application:
-    app = web.Application()
+def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.Application:
+    """The whole server. `serving` is the TLS context the app is served with: the hub's
+    front-proxy CA is added to it as the hub publishes it, so its client certificates verify."""
+    app = web.Application(middlewares=[status_errors, guard])
     app[OPTIONS] = options
     app.cleanup_ctx.append(_clients)
+    app.cleanup_ctx.append(_guards(serving))
     app.cleanup_ctx.append(_loops)
     app.router.add_get("/healthz", _ok)
     app.router.add_get("/livez", _livez)
     app.router.add_get("/readyz", _readyz)
+    documents.add_routes(app)
+    workloads.add_routes(app)
+    remote.add_routes(app)
+    admission.add_routes(app)
     return app
 
 
@@ -56,6 +81,20 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
         app[HUB] = Kube(session, creds, "hub")
         app[FLEET] = Fleet(app[HUB], session)
         yield
+
+
+def _guards(serving: ssl.SSLContext | None) -> Any:
+    async def guards(app: web.Application) -> AsyncIterator[None]:
+        def trust(config: FrontProxyConfig) -> None:
+            if serving is not None:
+                configure_client_auth(serving, config)
+
+        app[AUTHENTICATOR] = Authenticator()
+        app[AUTHORIZER] = Authorizer(app[HUB])
+        app[FRONT_PROXY] = FrontProxyWatch(app[HUB], app[AUTHENTICATOR], trust)
+        yield
+
+    return guards
 
 
 async def _loops(app: web.Application) -> AsyncIterator[None]:
@@ -76,6 +115,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     app[LOCATIONS].stuck_listeners.append(app[PLACEMENT].on_stuck)
     app[SYNC] = SyncLoop(app[HUB], app[FLEET], app[PLACEMENT], app[LOCATIONS].informer)
     app[LOOPS] = {
+        "front-proxy": asyncio.create_task(app[FRONT_PROXY].run(), name="front-proxy"),
         "locations": asyncio.create_task(app[LOCATIONS].run(), name="locations"),
         "placement": asyncio.create_task(app[PLACEMENT].run(), name="placement"),
         "sync": asyncio.create_task(app[SYNC].run(), name="sync"),
@@ -112,4 +152,6 @@ async def _readyz(request: web.Request) -> web.Response:
     """Ready once the caches the handlers read from have synced."""
     if not request.app[LOCATIONS].informer.synced.is_set() or not request.app[PLACEMENT].synced:
         return web.Response(status=503, text="caches not synced yet")
+    if not request.app[FRONT_PROXY].loaded.is_set():
+        return web.Response(status=503, text="the hub's front-proxy configuration is not loaded")
     return await _livez(request)

@@ -45,11 +45,12 @@ def main(argv: list[str] | None = None) -> None:
         options.bind_address,
         options.secure_port,
     )
+    context = serving_context(options)
     web.run_app(
-        make_app(options),
+        make_app(options, context),
         host=options.bind_address,
         port=options.secure_port,
-        ssl_context=serving_context(options),
+        ssl_context=context,
         access_log=None,
         print=None,
     )

@@ -31,6 +31,7 @@ class Options:
     grace_period: float
     cooldown: float
     capacity_hold: float
+    remote_timeout: float
     log_level: str
 
     @property
@@ -87,6 +88,12 @@ def parser() -> argparse.ArgumentParser:
         default=300.0,
         help="seconds a location that could not schedule its share keeps the lower share",
     )
+    p.add_argument(
+        "--remote-timeout",
+        type=float,
+        default=3.0,
+        help="seconds a location has to answer a remote.kmc.dev read before it is left out",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -110,7 +117,9 @@ def validate(options: Options) -> None:
     ):
         if path is not None and not Path(path).is_file():
             raise OptionsError(f"{flag} {path}: no such file")
-    if options.probe_interval <= 0 or options.probe_timeout <= 0:
-        raise OptionsError("--probe-interval and --probe-timeout must be positive")
+    if options.probe_interval <= 0 or options.probe_timeout <= 0 or options.remote_timeout <= 0:
+        raise OptionsError(
+            "--probe-interval, --probe-timeout and --remote-timeout must be positive"
+        )
     if options.grace_period < 0 or options.cooldown < 0 or options.capacity_hold < 0:
         raise OptionsError("--grace-period, --cooldown and --capacity-hold cannot be negative")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import aiohttp
+from multidict import CIMultiDict
 
 Obj = dict[str, Any]
 
@@ -68,12 +69,16 @@ class Kube:
         self.name = name
         self._etags: dict[tuple[str, str], tuple[str, Any]] = {}
 
-    def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": "kmc-apiserver"}
+    def _headers(self, extra: Mapping[str, str] | None = None) -> CIMultiDict[str]:
+        """Ours, then `extra`'s, which replace ours by name; a multi-valued `extra` (several
+        `Impersonate-Group`s) keeps every value."""
+        headers = CIMultiDict({"Accept": "application/json", "User-Agent": "kmc-apiserver"})
         if self.creds.token:
             headers["Authorization"] = f"Bearer {self.creds.token}"
         if extra:
-            headers.update(extra)
+            for name in set(extra):
+                headers.popall(name, None)
+            headers.extend(extra.items())
         return headers
 
     async def request(
@@ -89,7 +94,7 @@ class Kube:
     ) -> Any:
         """One request; the decoded JSON answer (`{}` for a non-JSON 2xx), or ApiError."""
         data = None if body is None else json.dumps(body).encode()
-        extra = dict(headers or {})
+        extra: CIMultiDict[str] = CIMultiDict(headers or {})
         if data is not None:
             extra["Content-Type"] = content_type
         all_headers = self._headers(extra)
@@ -158,6 +163,7 @@ class Kube:
         resource_version: str,
         timeout_seconds: int = 300,
         params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> AsyncIterator[Obj]:
         """Events of one watch from `resource_version`, bookmarks included, until it ends.
 
@@ -175,7 +181,7 @@ class Kube:
             async with self.session.get(
                 self.creds.server + path,
                 params=query,
-                headers=self._headers(),
+                headers=self._headers(headers),
                 ssl=self.creds.ssl,
                 timeout=aiohttp.ClientTimeout(
                     total=None, sock_connect=10, sock_read=timeout_seconds + 30

@@ -32,7 +32,7 @@ from apiserver.placement import engine
 from apiserver.placement.dependencies import follow, pod_spec_of, references
 from apiserver.placement.quantity import parse_quantity
 from apiserver.placement.schemas import SchemaCache
-from apiserver.placement.strategy import StrategyError, effective_strategy
+from apiserver.placement.strategy import Strategy, StrategyError, effective_strategy
 from apiserver.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,13 @@ DEPENDENCIES = {
 # A namespace's quota goes where its workloads are, weighted by the replicas there; the sync
 # loop divides `spec.hard` by those weights (quota.divide_quota).
 QUOTA = _builtin("ResourceQuota", "v1", "resourcequotas")
+# Roles and RoleBindings go, whole, wherever the namespace's workloads run: punch-through reads
+# impersonate the caller in the children, and must be allowed there as they are on the hub.
+RBAC = "rbac.authorization.k8s.io/v1"
+NAMESPACE_FOLLOWERS = {
+    k.key: k
+    for k in (QUOTA, _builtin("Role", RBAC, "roles"), _builtin("RoleBinding", RBAC, "rolebindings"))
+}
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # Location status fields no placement decision reads.
 LOCATION_NOISE = frozenset({"lastProbeTime", "objects", "observedGeneration"})
@@ -107,6 +114,17 @@ class Settings:
     resync: float = 60.0  # safety net: every object is looked at again this often
     # How long a location found short of room keeps its lowered share before it is tried again.
     capacity_hold: float = 300.0
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why an object is placed where it is: see `PlacementLoop.explain`."""
+
+    strategy: Strategy | None
+    source: str  # "object", "namespace" or "default"
+    verdicts: tuple[engine.Verdict, ...]
+    error: str | None
+    unknown: tuple[str, ...]  # locations the strategy names that do not exist
 
 
 def read_placement(obj: Obj) -> dict[str, int | None]:
@@ -143,7 +161,7 @@ class PlacementLoop:
         self._held: dict[str, dict[str, tuple[int, float]]] = {}
         self.schemas = SchemaCache(fleet)
         self.queue = WorkQueue()
-        self.kinds = {**WORKLOADS, **DEPENDENCIES, QUOTA.key: QUOTA}
+        self.kinds = {**WORKLOADS, **DEPENDENCIES, **NAMESPACE_FOLLOWERS}
         self.informers = {
             key: Informer(hub, kind.collection, self._on_object(key))
             for key, kind in self.kinds.items()
@@ -192,7 +210,8 @@ class PlacementLoop:
             for listener in self.listeners:
                 listener(f"{kind}|{key_of(obj)}")
             if kind in WORKLOADS:
-                self._enqueue_namespace(QUOTA.key, obj["metadata"]["namespace"])
+                for follower in NAMESPACE_FOLLOWERS:
+                    self._enqueue_namespace(follower, obj["metadata"]["namespace"])
 
         return handler
 
@@ -291,19 +310,13 @@ class PlacementLoop:
         if kind in DEPENDENCIES and STRATEGY not in annotations:
             await self._follow_users(info, key, obj)
             return
-        if kind == QUOTA.key:
-            await self._weigh_quota(obj)
+        if kind in NAMESPACE_FOLLOWERS:
+            await self._follow_namespace(info, obj)
             return
         if kind not in WORKLOADS and kind not in DEPENDENCIES and STRATEGY not in annotations:
             return  # other kinds are placed only when asked to
-        where = f"{info.plural} {cache_key}"
         try:
-            strategy, _ = effective_strategy(
-                annotations.get(STRATEGY),
-                (ns["metadata"].get("annotations") or {}).get(STRATEGY),
-                kind,
-                where,
-            )
+            strategy, _ = self._strategy(info, obj, ns)
         except StrategyError as err:
             await self._condition(info, obj, "False", "InvalidStrategy", str(err), warn=True)
             return
@@ -338,6 +351,56 @@ class PlacementLoop:
         if kind in WORKLOADS:
             self._track_uses(key, obj)
         self._look_again_when_due(key, candidates, current, now)
+
+    def _strategy(self, info: Kind, obj: Obj, ns: Obj) -> tuple[Strategy, str]:
+        """The strategy in force and its source; StrategyError when it does not parse."""
+        meta = obj["metadata"]
+        return effective_strategy(
+            (meta.get("annotations") or {}).get(STRATEGY),
+            (ns["metadata"].get("annotations") or {}).get(STRATEGY),
+            info.key,
+            f"{info.plural} {meta['namespace']}/{meta['name']}",
+        )
+
+    def strategy_of(self, kind: str, obj: Obj) -> tuple[Strategy | None, str, str | None]:
+        """The strategy in force for a hub object, its source, and the error if it does not
+        parse; cheap (no decision), for listings."""
+        namespace = obj["metadata"]["namespace"]
+        ns = self.namespaces.get(namespace) or {"metadata": {"name": namespace}}
+        try:
+            strategy, source = self._strategy(self.kinds[kind], obj, ns)
+        except StrategyError as err:
+            return None, "", str(err)
+        return strategy, source, None
+
+    async def explain(self, kind: str, obj: Obj, annotation: str | None = None) -> Explanation:
+        """What deciding would say of a hub object now, writing nothing: the effective
+        strategy (with `annotation` in place of the object's own, when given), its source, and
+        every location's verdict. A strategy that does not parse is in `error`."""
+        info = self.kinds[kind]
+        obj = {"kind": info.kind, "apiVersion": info.api_version, **obj}
+        if annotation is not None:
+            meta = obj["metadata"] = dict(obj["metadata"])
+            meta["annotations"] = {**(meta.get("annotations") or {}), STRATEGY: annotation}
+        namespace = obj["metadata"]["namespace"]
+        ns = self.namespaces.get(namespace) or {"metadata": {"name": namespace}}
+        try:
+            strategy, source = self._strategy(info, obj, ns)
+        except StrategyError as err:
+            return Explanation(None, "", (), str(err), ())
+        candidates = [await self._candidate(loc, obj) for loc in self.locations.items()]
+        decision = engine.decide(
+            obj,
+            strategy,
+            candidates,
+            read_placement(obj),
+            time.time(),
+            engine.Settings(grace=self.settings.grace, cooldown=self.settings.cooldown),
+        )
+        weighted = strategy.weights if isinstance(strategy.weights, dict) else {}
+        named = {*strategy.pin, *strategy.avoid, *weighted}
+        unknown = tuple(sorted(named - {c.name for c in candidates}))
+        return Explanation(strategy, source, decision.verdicts, None, unknown)
 
     async def _candidate(self, raw: Obj, obj: Obj) -> engine.Candidate:
         location = Location.model_validate(raw)
@@ -377,10 +440,10 @@ class PlacementLoop:
         if placement != current or (placement and not has_annotation):
             await self._write_placement(info, obj, placement)
 
-    async def _weigh_quota(self, quota: Obj) -> None:
-        """Where the namespace's workloads run, weighted by their replicas (1 for kinds
-        without replicas)."""
-        namespace = quota["metadata"]["namespace"]
+    async def _follow_namespace(self, info: Kind, obj: Obj) -> None:
+        """Where the namespace's workloads run; a quota is weighted by their replicas there
+        (1 for kinds without replicas), other kinds are copied whole."""
+        namespace = obj["metadata"]["namespace"]
         weights: dict[str, int | None] = {}
         for kind in WORKLOADS:
             for key, workload in list(self.informers[kind].cache.items()):
@@ -390,8 +453,10 @@ class PlacementLoop:
                     weights[location] = (weights.get(location) or 0) + (
                         1 if replicas is None else replicas
                     )
-        if weights != read_placement(quota):
-            await self._write_placement(QUOTA, quota, weights)
+        if info is not QUOTA:
+            weights = dict.fromkeys(weights)
+        if weights != read_placement(obj):
+            await self._write_placement(info, obj, weights)
 
     def _missing(self, obj: Obj, candidates: list[engine.Candidate], now: float) -> dict[str, int]:
         """Replicas stuck unschedulable past the grace period, per location; a look is

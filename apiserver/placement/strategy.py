@@ -227,6 +227,11 @@ def effective_strategy(
     return default_strategy(kind), "default"
 
 
+def validation_problems(error: ValidationError) -> list[tuple[str, str]]:
+    """Each problem as (field path from the strategy's root, what is wrong)."""
+    return [(_path(detail["loc"]), _message(detail)) for detail in error.errors()]
+
+
 def _describe(detail: ErrorDetails) -> str:
     path = _path(detail["loc"])
     message = _message(detail)

@@ -19,6 +19,7 @@ from typing import Any
 
 from apiserver.placement.engine import REPLICA_KINDS, split_job
 from apiserver.placement.quota import divide_quota
+from apiserver.remote import kinds as remote
 
 ORIGIN_LABEL = "kmc.dev/origin-uid"
 replica_kinds: frozenset[str] = REPLICA_KINDS
@@ -181,12 +182,37 @@ def _service_share(
             port.pop("nodePort", None)
 
 
+def _role_share(child: dict[str, Any], location: str, placement: Mapping[str, int | None]) -> None:
+    """A Role that lets someone read `remote.kmc.dev` pods on the hub lets them read pods in
+    the child, where the punch-through read impersonates them: the same decision both ways."""
+    rules = child.get("rules")
+    if isinstance(rules, list):
+        child["rules"] = [out for rule in rules for out in _child_rules(rule)]
+
+
+def _child_rules(rule: Any) -> list[Any]:
+    groups = rule.get("apiGroups") if isinstance(rule, dict) else None
+    if not isinstance(groups, list) or remote.GROUP not in groups:
+        return [rule]
+    others = [g for g in groups if g != remote.GROUP]
+    out = [{**rule, "apiGroups": others}] if others else []
+    asked = rule.get("resources") or []
+    by_group: dict[str, list[str]] = {}
+    for plural, kind in remote.KINDS.items():
+        if "*" in asked or plural in asked:
+            by_group.setdefault(kind.group, []).append(plural)
+    for group, plurals in sorted(by_group.items()):
+        out.append({**rule, "apiGroups": [group], "resources": plurals})
+    return out
+
+
 _SHARES: dict[str, _Share] = {
     **{kind: _replicas_share for kind in REPLICA_KINDS},
     "Job": _job_share,
     "ResourceQuota": _quota_share,
     "ServiceAccount": _service_account_share,
     "Service": _service_share,
+    "Role": _role_share,
 }
 
 

@@ -26,6 +26,7 @@ from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube, Obj
 from apiserver.kube.informer import Informer, key_of
 from apiserver.locations.fleet import Fleet
+from apiserver.placement.engine import Verdict
 from apiserver.placement.loop import (
     CLEANUP,
     DEPENDENCIES,
@@ -42,6 +43,7 @@ from apiserver.sync.desired import (
     syncable,
 )
 from apiserver.sync.handover import Child, plan
+from apiserver.sync.report import LocationState, location_states
 from apiserver.sync.status import SYNCED, fold
 from apiserver.workqueue import WorkQueue
 
@@ -213,6 +215,32 @@ class SyncLoop:
             self._ready_seen[name] = ready
             self._enqueue_all()
 
+    def locations_of(
+        self, kind_key: str, hub: Obj, verdicts: tuple[Verdict, ...] = ()
+    ) -> list[LocationState]:
+        """Where a hub object runs, a row per location (see `report.location_states`)."""
+        meta = hub["metadata"]
+        cache_key = f"{meta['namespace']}/{meta['name']}"
+        children = self._children(kind_key, cache_key, meta["uid"])
+        placement = read_placement(hub)
+        key = f"{kind_key}|{cache_key}"
+        applied = {
+            loc: done
+            for loc in set(placement) | set(children)
+            if (done := self.applied.get((key, loc))) is not None
+        }
+        kind = self.placement.kinds[kind_key].kind
+        return location_states(hub, kind, placement, children, applied, self._stale(), verdicts)
+
+    def _children(self, kind_key: str, cache_key: str, uid: str) -> dict[str, Obj]:
+        """The children of one hub object, by location (same name, our origin label)."""
+        return {
+            loc: child
+            for loc, watch in self.children.items()
+            if (child := watch.get(kind_key, cache_key)) is not None
+            and (child["metadata"].get("labels") or {}).get(ORIGIN_LABEL) == uid
+        }
+
     # -- reconciling ----------------------------------------------------------------------
 
     async def reconcile(self, key: str) -> None:
@@ -225,13 +253,7 @@ class SyncLoop:
             return
         hub.setdefault("kind", info.kind)
         hub.setdefault("apiVersion", info.api_version)
-        uid = hub["metadata"]["uid"]
-        children = {
-            loc: child
-            for loc, watch in self.children.items()
-            if (child := watch.get(kind_key, cache_key)) is not None
-            and (child["metadata"].get("labels") or {}).get(ORIGIN_LABEL) == uid
-        }
+        children = self._children(kind_key, cache_key, hub["metadata"]["uid"])
         if hub["metadata"].get("deletionTimestamp"):
             await self._clean_up(key, info, hub, children)
             return

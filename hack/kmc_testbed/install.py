@@ -8,16 +8,22 @@ running child is joined with the real `kubectl mc join`. Idempotent: run it agai
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
+from typing import Any
+
+import yaml
 
 from kmc_testbed import bed, config
 
 MANIFESTS = ("manifests/crds", "manifests/namespace.yaml")
 
 
-def kubectl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def kubectl(
+    *args: str, check: bool = True, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """The real kubectl against the hub, with our plugin on PATH."""
     env = {
         **os.environ,
@@ -25,7 +31,9 @@ def kubectl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     }
     # kubectl takes no flags before a plugin's name: they go after, and reach the plugin.
     cmd = ["kubectl", *args, "--kubeconfig", str(config.kubeconfig_path()), "--context", bed.HUB]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=config.REPO_ROOT)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=env, cwd=config.REPO_ROOT, input=stdin
+    )
     if check and proc.returncode != 0:
         raise bed.BedError(f"`kubectl {' '.join(args)}` failed: {proc.stderr.strip()}")
     return proc
@@ -39,6 +47,8 @@ def install(state: bed.State, log: bed.Log) -> None:
         state.kmc_port = bed.free_ports(1)[0]
         bed.save(state)
     bed.ensure_running(state, [bed.KMC], log)
+    register(state.kmc_port)
+    bed.wait_for("the APIServices Available", _apiservices_available, 60.0, bed.KMC)
     joined = set()
     for cluster in state.clusters:
         if cluster.role == bed.HUB or not bed.alive(state, f"{cluster.name}-apiserver"):
@@ -57,6 +67,63 @@ def install(state: bed.State, log: bed.Log) -> None:
         )
         joined.add(cluster.name)
     bed.wait_for("every Location Ready", lambda: _all_ready(joined), 60.0, bed.KMC)
+
+
+def register(port: int) -> None:
+    """Serve our groups through the hub, as `manifests/apiserver/` does in a cluster, but
+    reaching the local process: an ExternalName Service pointing at localhost (the hub dials
+    https://localhost:<port>), and the webhook by URL."""
+    ca = (bed.kmc_folder() / "certs" / "ca.crt").read_bytes()
+    bundle = base64.b64encode(ca).decode()
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "kmc-apiserver", "namespace": "kmc-system"},
+        "spec": {"type": "ExternalName", "externalName": "localhost", "ports": [{"port": port}]},
+    }
+    objects: list[Any] = [service]
+    for obj in _manifests("apiservices.yaml"):
+        obj["spec"]["caBundle"] = bundle
+        obj["spec"]["service"]["port"] = port
+        objects.append(obj)
+    for obj in _manifests("webhook.yaml"):
+        for hook in obj["webhooks"]:
+            hook["clientConfig"] = {
+                "url": f"https://localhost:{port}{hook['clientConfig']['service']['path']}",
+                "caBundle": bundle,
+            }
+        objects.append(obj)
+    listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=kmc-testbed",
+        "-f",
+        "-",
+        stdin=listing,
+    )
+
+
+def _manifests(name: str) -> list[Any]:
+    text = (config.REPO_ROOT / "manifests" / "apiserver" / name).read_text()
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def _apiservices_available() -> bool:
+    proc = kubectl("get", "apiservices", "-o", "json", check=False)
+    if proc.returncode != 0:
+        return False
+    ours = [
+        item
+        for item in json.loads(proc.stdout)["items"]
+        if item["spec"].get("group") in ("mc.kmc.dev", "remote.kmc.dev")
+    ]
+    return len(ours) == 2 and all(
+        c["type"] == "Available" and c["status"] == "True"
+        for item in ours
+        for c in item.get("status", {}).get("conditions", [])
+    )
 
 
 def unjoin(name: str) -> None:

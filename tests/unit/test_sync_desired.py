@@ -373,3 +373,40 @@ def test_statefulset_max_unavailable(spec: dict[str, Any], expected: int) -> Non
 def test_other_kinds_take_one_at_a_time() -> None:
     assert max_unavailable({"spec": {"replicas": 8}}, "ReplicaSet") == 1
     assert max_unavailable({"spec": {}}, "DaemonSet") == 1
+
+
+def test_a_role_about_remote_kmc_dev_becomes_one_about_the_real_groups() -> None:
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": hub_metadata("reader"),
+        "rules": [
+            {
+                "apiGroups": ["remote.kmc.dev", "batch"],
+                "resources": ["pods", "deployments", "secrets"],
+                "verbs": ["get", "list", "watch"],
+            },
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+        ],
+    }
+    child = child_object(role, "rbac.authorization.k8s.io/v1", "Role", "us-east", {"us-east": None})
+    assert child["rules"] == [
+        {
+            "apiGroups": ["batch"],
+            "resources": ["pods", "deployments", "secrets"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+    ]
+    everything = {
+        **role,
+        "rules": [{"apiGroups": ["remote.kmc.dev"], "resources": ["*"], "verbs": ["list"]}],
+    }
+    rules = child_object(everything, "rbac.authorization.k8s.io/v1", "Role", "a", {"a": None})[
+        "rules"
+    ]
+    granted = {(r["apiGroups"][0], res) for r in rules for res in r["resources"]}
+    assert ("", "pods") in granted and ("discovery.k8s.io", "endpointslices") in granted
+    assert not any(res == "secrets" for _, res in granted)

@@ -1,0 +1,78 @@
+"""Who is asking, and may they: the gate every API request passes before any handler.
+
+Only the hub's aggregator may talk to us: its front-proxy client certificate proves the
+`X-Remote-*` headers (authn.py). The hub then decides, by SubjectAccessReview, whether that
+user may do this (authz.py). Health endpoints are open, as on kube-apiserver; the admission
+webhook is called by the hub's apiserver itself and only judges what it is sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from apiserver.api import requestinfo
+from apiserver.api.authn import Unauthenticated, UserInfo, peer_certificate, unauthorized_status
+from apiserver.api.authz import AnyAttributes, Attributes, NonResourceAttributes, denial_status
+from apiserver.api.errors import status_response
+from apiserver.api.requestinfo import RequestInfo
+from apiserver.keys import AUTHENTICATOR, AUTHORIZER
+
+log = logging.getLogger(__name__)
+
+OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+ADMISSION_PREFIX = "/admission/"
+AUTHENTICATED = "system:authenticated"
+_USER = "kmc.user"
+_INFO = "kmc.info"
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path in OPEN_PATHS or request.path.startswith(ADMISSION_PREFIX):
+        return await handler(request)
+    try:
+        user = request.app[AUTHENTICATOR].authenticate(peer_certificate(request), request.headers)
+    except Unauthenticated as err:
+        log.info("401 for %s %s from %s: %s", request.method, request.path, request.remote, err)
+        return status_response(unauthorized_status())
+    if AUTHENTICATED not in user.groups and user.name != "system:anonymous":
+        # As kube-apiserver's authenticated-group adder: RBAC's discovery rules rely on it.
+        user = dataclasses.replace(user, groups=(*user.groups, AUTHENTICATED))
+    info = requestinfo.parse(request.method, request.path, request.query)
+    attrs = attributes(info)
+    decision = await request.app[AUTHORIZER].authorize(user, attrs)
+    if not decision.allowed:
+        return status_response(denial_status(decision, user, attrs))
+    request[_USER] = user
+    request[_INFO] = info
+    return await handler(request)
+
+
+def attributes(info: RequestInfo) -> AnyAttributes:
+    if not info.is_resource_request:
+        return NonResourceAttributes(path=info.path, verb=info.verb)
+    return Attributes(
+        verb=info.verb,
+        group=info.group,
+        version=info.version,
+        resource=info.resource,
+        subresource=info.subresource,
+        namespace=info.namespace,
+        name=info.name,
+    )
+
+
+def user_of(request: web.Request) -> UserInfo:
+    user = request.get(_USER)
+    assert isinstance(user, UserInfo), "the guard middleware did not run"
+    return user
+
+
+def info_of(request: web.Request) -> RequestInfo:
+    info = request.get(_INFO)
+    assert isinstance(info, RequestInfo), "the guard middleware did not run"
+    return info

@@ -1,0 +1,31 @@
+"""The application's shared state, one `web.AppKey` each: loops, clients and the guards.
+
+Kept apart from `app.py` so request handlers can read the state without importing the
+module that imports them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from apiserver.api.authn import Authenticator, FrontProxyWatch
+from apiserver.api.authz import Authorizer
+from apiserver.kube.client import Kube
+from apiserver.locations.fleet import Fleet
+from apiserver.locations.loop import LocationLoop
+from apiserver.options import Options
+from apiserver.placement.loop import PlacementLoop
+from apiserver.sync.loop import SyncLoop
+
+OPTIONS = web.AppKey("options", Options)
+HUB = web.AppKey("hub", Kube)
+FLEET = web.AppKey("fleet", Fleet)
+LOOPS = web.AppKey("loops", dict[str, "asyncio.Task[None]"])
+LOCATIONS = web.AppKey("locations", LocationLoop)
+PLACEMENT = web.AppKey("placement", PlacementLoop)
+SYNC = web.AppKey("sync", SyncLoop)
+AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
+AUTHORIZER = web.AppKey("authorizer", Authorizer)
+FRONT_PROXY = web.AppKey("front_proxy", FrontProxyWatch)

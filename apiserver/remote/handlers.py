@@ -1,0 +1,298 @@
+"""`remote.kmc.dev/v1alpha1`: list, get and watch the children's objects through the hub.
+
+Every answer is stitched from the Ready locations' own answers: items unchanged but for the
+`kmc.dev/location` annotation; Tables are the children's own Tables (their columns, their
+formatting) with LOCATION put first. The same name in two locations is two rows; a GET of a
+name found in several answers 409 and `name@location` picks one. Selectors go to the
+children as given; paging is ours, over the stitched list, with one resourceVersion that
+stands for every child's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from apiserver.api import errors, paging, table
+from apiserver.api.guard import info_of, user_of
+from apiserver.api.respond import WatchStream, json_response, object_list
+from apiserver.keys import FLEET, LOCATIONS, OPTIONS
+from apiserver.kube.client import ApiError, Kube
+from apiserver.kube.informer import Backoff
+from apiserver.remote.fanout import (
+    Answer,
+    failed,
+    fan_out,
+    impersonating,
+    targets,
+    warning_headers,
+)
+from apiserver.remote.kinds import GROUP, KINDS, VERSION, RemoteKind
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+API_VERSION = f"{GROUP}/{VERSION}"
+PREFIX = f"/apis/{API_VERSION}"
+ANNOTATION = paging.LOCATION_ANNOTATION
+CHILD_TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+_SELECTORS = ("labelSelector", "fieldSelector")
+_LOCATION_COLUMN = table.Column(
+    "Location", description="The location (child cluster) the object was read from."
+)
+_MAX_WATCH = 1800
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get(PREFIX + "/{plural}", collection)
+    app.router.add_get(PREFIX + "/namespaces/{namespace}/{plural}", collection)
+    app.router.add_get(PREFIX + "/namespaces/{namespace}/{plural}/{name}", one)
+
+
+def _kind(request: web.Request) -> RemoteKind:
+    kind = KINDS.get(request.match_info["plural"])
+    if kind is None:
+        raise errors.route_not_found()
+    return kind
+
+
+def _located(obj: Obj, location: str) -> Obj:
+    """The object with `kmc.dev/location` added (a new dict: the child's answer is not kept)."""
+    meta = dict(obj.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION: location}
+    return {**obj, "metadata": meta}
+
+
+def _row(row: Obj, location: str) -> Obj:
+    located = {**row, "cells": [location, *row.get("cells", [])]}
+    if isinstance(row.get("object"), dict):
+        located["object"] = _located(row["object"], location)
+    return located
+
+
+def _timeout(request: web.Request) -> float:
+    return request.app[OPTIONS].remote_timeout
+
+
+async def collection(request: web.Request) -> web.StreamResponse:
+    kind = _kind(request)
+    namespace = request.match_info.get("namespace")
+    if info_of(request).verb == "watch":
+        return await _watch(request, kind, namespace)
+    wanted = table.negotiate(request.headers.get("Accept"))
+    include = table.include_object(request.query) if wanted.format == "table" else "Metadata"
+    limit = paging.limit_of(request.query)
+    cont = request.query.get("continue")
+    user = user_of(request)
+    clients, warnings = targets(request.app[LOCATIONS].informer, request.app[FLEET])
+    params = {k: v for k in _SELECTORS if (v := request.query.get(k))}
+    accept = CHILD_TABLE if wanted.format == "table" else None
+    if wanted.format == "table":
+        # Metadata at least: the rows are sorted and paged by it. Dropped again if not asked.
+        params["includeObject"] = "Object" if include == "Object" else "Metadata"
+    path = kind.path(namespace)
+
+    async def ask(kube: Kube) -> Any:
+        return await kube.request("GET", path, params=params, headers=impersonating(user, accept))
+
+    answers = await fan_out(clients, ask, _timeout(request))
+    warnings += [failed(a) for a in answers if a.error is not None]
+    good = [a for a in answers if a.error is None]
+    versions = {
+        a.location: str((a.body.get("metadata") or {}).get("resourceVersion", "")) for a in good
+    }
+    version = paging.composite_version(versions)
+    headers = warning_headers(warnings)
+    if wanted.format == "table":
+        return json_response(_stitched_table(good, wanted, include, limit, cont, version), headers)
+    items = [_located(item, a.location) for a in good for item in a.body.get("items") or []]
+    served, next_token, left = paging.page(items, limit, cont, version)
+    listing = object_list(f"{kind.kind}List", API_VERSION, served, version, next_token, left)
+    return json_response(listing, headers)
+
+
+def _stitched_table(
+    answers: list[Answer],
+    wanted: table.Wanted,
+    include: table.IncludeObject,
+    limit: int | None,
+    cont: str | None,
+    version: str,
+) -> Obj:
+    columns: list[Obj] = []
+    units: list[Obj] = []
+    for answer in answers:
+        if not columns and answer.body.get("columnDefinitions"):
+            columns = [_LOCATION_COLUMN.definition(), *answer.body["columnDefinitions"]]
+        for row in answer.body.get("rows") or []:
+            located = _row(row, answer.location)
+            meta = (located.get("object") or {}).get("metadata") or {}
+            units.append({"metadata": meta, "row": located})
+    served, next_token, left = paging.page(units, limit, cont, version)
+    rows = [unit["row"] for unit in served]
+    if include == "None":
+        rows = [{k: v for k, v in row.items() if k != "object"} for row in rows]
+    tbl = table.table([], rows, resource_version=version, continue_=next_token, remaining=left)
+    tbl["columnDefinitions"] = columns or [_LOCATION_COLUMN.definition()]
+    tbl["apiVersion"] = f"{table.TABLE_GROUP}/{wanted.version or 'v1'}"
+    return tbl
+
+
+async def one(request: web.Request) -> web.StreamResponse:
+    kind = _kind(request)
+    namespace = request.match_info["namespace"]
+    asked = request.match_info["name"]
+    name, _, only = asked.partition("@")
+    wanted = table.negotiate(request.headers.get("Accept"))
+    user = user_of(request)
+    clients, warnings = targets(request.app[LOCATIONS].informer, request.app[FLEET], only or None)
+    if only and only not in clients:
+        names = {loc["metadata"]["name"] for loc in request.app[LOCATIONS].informer.cache.values()}
+        if only in names:
+            raise errors.unavailable(
+                f"location {only} is not Ready: its objects cannot be read now"
+            )
+        raise errors.StatusError(
+            errors.status(
+                404,
+                "NotFound",
+                f'{kind.plural}.{GROUP} "{asked}" not found: there is no location {only}',
+            )
+        )
+    accept = CHILD_TABLE if wanted.format == "table" else None
+    path = kind.path(namespace, name)
+
+    async def ask(kube: Kube) -> Any:
+        return await kube.request("GET", path, headers=impersonating(user, accept))
+
+    answers = await fan_out(clients, ask, _timeout(request))
+    found = [a for a in answers if a.error is None]
+    warnings += [failed(a) for a in answers if a.error is not None and a.error.code != 404]
+    headers = warning_headers(warnings)
+    if not found:
+        response = errors.status_response(errors.not_found(kind.plural, GROUP, asked).status)
+        response.headers.extend(headers)
+        return response
+    if len(found) > 1:
+        places = ", ".join(a.location for a in found)
+        raise errors.conflict(
+            f'{kind.plural}.{GROUP} "{name}" exists in several locations: {places}; '
+            f"name one as {name}@{found[0].location}"
+        )
+    answer = found[0]
+    if wanted.format == "table":
+        body = dict(answer.body)
+        body["rows"] = [_row(row, answer.location) for row in body.get("rows") or []]
+        body["columnDefinitions"] = [
+            _LOCATION_COLUMN.definition(),
+            *(body.get("columnDefinitions") or []),
+        ]
+        body["apiVersion"] = f"{table.TABLE_GROUP}/{wanted.version or 'v1'}"
+        return json_response(body, headers)
+    return json_response(_located(answer.body, answer.location), headers)
+
+
+# -- watch --------------------------------------------------------------------------------------
+
+
+async def _watch(
+    request: web.Request, kind: RemoteKind, namespace: str | None
+) -> web.StreamResponse:
+    """Every Ready child's watch, merged. The resourceVersion is the composite one of our
+    list; a location it does not name starts from now, with its objects as ADDED events."""
+    wanted = table.negotiate(request.headers.get("Accept"))
+    include = table.include_object(request.query) if wanted.format == "table" else "Metadata"
+    versions = paging.parse_composite(request.query.get("resourceVersion", ""))
+    bookmarks = request.query.get("allowWatchBookmarks") == "true"
+    timeout = min(int(request.query.get("timeoutSeconds") or _MAX_WATCH), _MAX_WATCH)
+    user = user_of(request)
+    clients, warnings = targets(request.app[LOCATIONS].informer, request.app[FLEET])
+    params = {k: v for k in _SELECTORS if (v := request.query.get(k))}
+    accept = CHILD_TABLE if wanted.format == "table" else None
+    if wanted.format == "table":
+        params["includeObject"] = "Object" if include == "Object" else "Metadata"
+    queue: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue(maxsize=1000)
+    seen = dict(versions)
+    path = kind.path(namespace)
+
+    async def follow(location: str, kube: Kube) -> None:
+        backoff = Backoff(cap=10.0)
+        while True:
+            try:
+                async for event in kube.watch(
+                    path,
+                    seen.get(location, ""),
+                    timeout_seconds=timeout,
+                    params=params,
+                    headers=impersonating(user, accept),
+                ):
+                    await queue.put((location, event))
+                    backoff.reset()
+            except ApiError as err:
+                if err.code == 410:
+                    await queue.put((location, {"type": "ERROR", "object": err.status}))
+                    return
+                log.info("watch of %s in %s: %s", kind.plural, location, err)
+                await asyncio.sleep(backoff.next())
+
+    stream = await WatchStream.open(request, warning_headers(warnings))
+    tasks = [asyncio.create_task(follow(n, k)) for n, k in clients.items()]
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                location, event = await queue.get()
+                if event["type"] == "ERROR":
+                    await stream.send("ERROR", event["object"])
+                    break
+                obj = event["object"]
+                if version := _version_of(obj):
+                    seen[location] = version
+                if event["type"] == "BOOKMARK":
+                    if bookmarks:
+                        meta = {"resourceVersion": paging.composite_version(seen)}
+                        await stream.send(
+                            "BOOKMARK",
+                            {"kind": kind.kind, "apiVersion": API_VERSION, "metadata": meta},
+                        )
+                    continue
+                if obj.get("kind") == "Table":
+                    body = _watch_table(obj, location, wanted, include)
+                    await stream.send(event["type"], stream.table_event(body))
+                else:
+                    await stream.send(event["type"], _located(obj, location))
+    except (TimeoutError, ConnectionResetError):
+        pass
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    return stream.response
+
+
+def _version_of(obj: Obj) -> str:
+    """The resourceVersion an event carries (in its one row's object, for a Table)."""
+    if obj.get("kind") == "Table":
+        rows = obj.get("rows") or [{}]
+        obj = rows[0].get("object") or {}
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _watch_table(
+    tbl: Obj, location: str, wanted: table.Wanted, include: table.IncludeObject
+) -> Obj:
+    rows = [_row(row, location) for row in tbl.get("rows") or []]
+    if include == "None":
+        rows = [{k: v for k, v in row.items() if k != "object"} for row in rows]
+    columns = tbl.get("columnDefinitions") or []
+    return {
+        **tbl,
+        "apiVersion": f"{table.TABLE_GROUP}/{wanted.version or 'v1'}",
+        "columnDefinitions": [_LOCATION_COLUMN.definition(), *columns] if columns else [],
+        "rows": rows,
+    }

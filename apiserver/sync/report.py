@@ -1,0 +1,132 @@
+"""Where a hub object runs, one row per location: what `--subresource locations` shows.
+
+A pure function of what the sync loop already knows — the placement, the children it sees,
+which hub generation it applied where, which locations are stale — and, when the caller has
+them, the placement verdicts (so an evacuation says why). Nothing here is stored: the rows
+are rebuilt on every request, so they cannot drift from the loops' own view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+from apiserver.placement.engine import Verdict
+
+# Fields that say how many pods are ready and available, per kind.
+_COUNTS = {
+    "DaemonSet": ("numberReady", "numberAvailable"),
+    "Job": ("ready", "succeeded"),
+}
+_DEFAULT_COUNTS = ("readyReplicas", "availableReplicas")
+
+
+class LocationState(TypedDict):
+    location: str
+    desired: int | None
+    ready: int | None
+    available: int | None
+    syncedGeneration: int | None
+    state: str  # Pending, Synced, Moving, Evacuating, Unreachable, Incompatible
+    message: str
+
+
+def location_states(
+    hub: Mapping[str, Any],
+    kind: str,
+    placement: Mapping[str, int | None],
+    children: Mapping[str, Mapping[str, Any]],
+    applied: Mapping[str, tuple[int, int]],
+    stale: Mapping[str, str],
+    verdicts: Sequence[Verdict] = (),
+) -> list[LocationState]:
+    """A row for every location the object is placed in or still has a child in."""
+    generation = int(hub.get("metadata", {}).get("generation", 0))
+    by_location = {v.location: v for v in verdicts}
+    rows: list[LocationState] = []
+    for location in sorted(set(placement) | set(children)):
+        child = children.get(location)
+        status = (child or {}).get("status") or {}
+        ready_field, available_field = _COUNTS.get(kind, _DEFAULT_COUNTS)
+        synced = _synced_generation(child, applied.get(location))
+        state, message = _state(
+            location,
+            placement,
+            child,
+            synced == generation,
+            stale.get(location),
+            by_location.get(location),
+        )
+        rows.append(
+            LocationState(
+                location=location,
+                desired=placement.get(location),
+                ready=_int(status.get(ready_field)) if child else None,
+                available=_int(status.get(available_field)) if child else None,
+                syncedGeneration=synced,
+                state=state,
+                message=message,
+            )
+        )
+    return rows
+
+
+def _synced_generation(
+    child: Mapping[str, Any] | None, applied: tuple[int, int] | None
+) -> int | None:
+    """The hub generation the child has caught up with, if we know it did."""
+    if child is None or applied is None:
+        return None
+    hub_generation, child_generation = applied
+    observed = (child.get("status") or {}).get("observedGeneration")
+    if observed is None:  # kinds without observedGeneration: applied is as good as it gets
+        return hub_generation
+    return hub_generation if int(observed) >= child_generation else None
+
+
+def _state(
+    location: str,
+    placement: Mapping[str, int | None],
+    child: Mapping[str, Any] | None,
+    caught_up: bool,
+    stale: str | None,
+    verdict: Verdict | None,
+) -> tuple[str, str]:
+    if stale is not None:
+        return "Unreachable", stale
+    if verdict is not None and not verdict.eligible and _incompatible(verdict.reason):
+        return "Incompatible", verdict.reason
+    if location not in placement:
+        why = verdict.reason if verdict is not None and not verdict.eligible else "not placed"
+        return "Evacuating", why
+    if verdict is not None and not verdict.eligible:
+        return "Evacuating", verdict.reason
+    if child is None:
+        return "Pending", "not created yet"
+    desired = placement[location]
+    replicas = (child.get("spec") or {}).get("replicas")
+    if desired is not None and isinstance(replicas, int) and replicas != desired:
+        return "Moving", f"{replicas} -> {desired} replicas"
+    if not caught_up:
+        return "Pending", "the child has not observed the hub's generation yet"
+    return "Synced", _problem(child)
+
+
+def _incompatible(reason: str) -> bool:
+    return reason.endswith("not served") or "not in schema" in reason
+
+
+def _problem(child: Mapping[str, Any]) -> str:
+    """The child's own word when something is wrong there (a failing rollout, a quota)."""
+    for condition in (child.get("status") or {}).get("conditions") or []:
+        bad = (condition.get("type") == "ReplicaFailure" and condition.get("status") == "True") or (
+            condition.get("type") in ("Progressing", "Available")
+            and condition.get("status") == "False"
+        )
+        if bad:
+            return str(condition.get("message") or condition.get("reason") or "")
+    return ""
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
