@@ -41,6 +41,7 @@ from apiserver.keys import (
 )
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import Kube
+from apiserver.leader import Leadership, identity
 from apiserver.locations.fleet import Fleet
 from apiserver.locations.loop import LocationLoop
 from apiserver.locations.loop import Settings as LocationSettings
@@ -100,7 +101,10 @@ def _guards(serving: ssl.SSLContext | None) -> Any:
 async def _loops(app: web.Application) -> AsyncIterator[None]:
     options = app[OPTIONS]
     settings = LocationSettings(interval=options.probe_interval, timeout=options.probe_timeout)
-    app[LOCATIONS] = LocationLoop(app[HUB], app[FLEET], settings)
+    leadership = Leadership(app[HUB], identity(options.secure_port))
+    if not options.leader_elect:
+        leadership.leading.set()
+    app[LOCATIONS] = LocationLoop(app[HUB], app[FLEET], settings, leadership.leading)
     app[PLACEMENT] = PlacementLoop(
         app[HUB],
         app[FLEET],
@@ -111,6 +115,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
             capacity_hold=options.capacity_hold,
         ),
         pending=app[LOCATIONS].unschedulable,
+        leading=leadership.leading,
     )
     app[LOCATIONS].stuck_listeners.append(app[PLACEMENT].on_stuck)
     app[SYNC] = SyncLoop(app[HUB], app[FLEET], app[PLACEMENT], app[LOCATIONS].informer)
@@ -120,6 +125,8 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         "placement": asyncio.create_task(app[PLACEMENT].run(), name="placement"),
         "sync": asyncio.create_task(app[SYNC].run(), name="sync"),
     }
+    if options.leader_elect:
+        app[LOOPS]["leader"] = asyncio.create_task(leadership.run(), name="leader")
     for task in app[LOOPS].values():
         task.add_done_callback(_report_death)
     yield

@@ -32,6 +32,7 @@ class Options:
     cooldown: float
     capacity_hold: float
     remote_timeout: float
+    leader_elect: bool
     log_level: str
 
     @property
@@ -93,6 +94,12 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=3.0,
         help="seconds a location has to answer a remote.kmc.dev read before it is left out",
+    )
+    p.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the loops only while holding the kmc-system/kmc-apiserver Lease",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p

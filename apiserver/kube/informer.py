@@ -55,9 +55,11 @@ class Informer:
         handler: Handler,
         params: dict[str, str] | None = None,
         backoff_cap: float = 30.0,
+        slim: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.kube = kube
         self.path = path
+        self.slim = slim
         self.backoff_cap = backoff_cap
         self.handlers = [handler]
         self.params = params or {}
@@ -79,12 +81,33 @@ class Informer:
                     "%s %s: handler failed on %s %s", self.kube.name, self.path, kind, key_of(obj)
                 )
 
+    async def observe(self, obj: Obj) -> None:
+        """Take our own write's answer as if it came from the watch: whoever waits on this
+        object acts now, not one watch round trip later. The watch event that follows with
+        the same resourceVersion is then not delivered twice."""
+        obj = self._kept(obj)
+        key = key_of(obj)
+        old = self.cache.get(key)
+        version = obj.get("metadata", {}).get("resourceVersion")
+        if old is not None and old.get("metadata", {}).get("resourceVersion") == version:
+            return
+        if old is not None and _newer(old, obj):
+            return  # the watch already brought something later
+        self.cache[key] = obj
+        await self._emit("ADDED" if old is None else "MODIFIED", obj)
+
     def get(self, key: str) -> Obj | None:
         obj = self.cache.get(key)
         return copy.deepcopy(obj) if obj is not None else None
 
     def items(self) -> list[Obj]:
         return [copy.deepcopy(o) for o in self.cache.values()]
+
+    def _kept(self, obj: Obj) -> Obj:
+        """What the cache keeps of an object: never managedFields (nothing reads them, and they
+        are often the largest part), and only what `slim` keeps when the owner says so."""
+        obj.get("metadata", {}).pop("managedFields", None)
+        return self.slim(obj) if self.slim is not None else obj
 
     async def run(self) -> None:
         backoff = Backoff(cap=self.backoff_cap)
@@ -104,7 +127,7 @@ class Informer:
 
     async def _relist(self) -> str:
         listing = await self.kube.get(self.path, **self.params)
-        fresh = {key_of(o): o for o in listing.get("items", [])}
+        fresh = {key_of(o): self._kept(o) for o in listing.get("items", [])}
         for key in [k for k in self.cache if k not in fresh]:
             gone = self.cache.pop(key)
             await self._emit("DELETED", gone)
@@ -124,13 +147,26 @@ class Informer:
             version = obj.get("metadata", {}).get("resourceVersion", version)
             if kind == "BOOKMARK":
                 continue
+            obj = self._kept(obj)
             key = key_of(obj)
             if kind == "DELETED":
                 self.cache.pop(key, None)
             else:
+                old = self.cache.get(key)
+                if old is not None and old["metadata"].get("resourceVersion") == version:
+                    continue  # seen already, through `observe`
                 self.cache[key] = obj
             await self._emit(kind, obj)
         return version
+
+
+def _newer(old: Obj, new: Obj) -> bool:
+    """Is `old` a later version than `new`? resourceVersions are opaque, but kube-apiserver's
+    are integers, and only its own answers reach `observe`."""
+    try:
+        return int(old["metadata"]["resourceVersion"]) > int(new["metadata"]["resourceVersion"])
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def _retry_after(err: ApiError) -> float | None:

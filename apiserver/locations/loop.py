@@ -35,8 +35,15 @@ class Settings:
 
 
 class LocationLoop:
-    def __init__(self, hub: Kube, fleet: Fleet, settings: Settings = Settings()) -> None:
+    def __init__(
+        self,
+        hub: Kube,
+        fleet: Fleet,
+        settings: Settings = Settings(),
+        leading: asyncio.Event | None = None,
+    ) -> None:
         self.hub = hub
+        self.leading = leading
         self.fleet = fleet
         self.settings = settings
         self.informer = Informer(hub, model.PATH, self._on_event)
@@ -123,6 +130,8 @@ class LocationLoop:
         last_written: tuple[Any, float] | None,
     ) -> tuple[Any, float] | None:
         """Write status when it changed, or once `refresh` has passed; returns what was."""
+        if self.leading is not None and not self.leading.is_set():
+            return None  # the leader writes; followers only keep their caches warm
         status = _with_ready(location, fields)
         _log_transition(name, location.status, status)
         now = asyncio.get_running_loop().time()

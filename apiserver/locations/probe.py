@@ -39,7 +39,9 @@ class Watched:
         self.stuck = stuck
         self.unschedulable = Unschedulable()
         self.nodes = Informer(kube, "/api/v1/nodes", self._changed)
-        self.pods = Informer(kube, "/api/v1/pods", self._changed, {"fieldSelector": RUNNING})
+        self.pods = Informer(
+            kube, "/api/v1/pods", self._changed, {"fieldSelector": RUNNING}, slim=slim_pod
+        )
         self.pods.subscribe(self._pod)
         self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods)]
 
@@ -139,6 +141,31 @@ async def _kinds_v1(kube: Kube, timeout: float) -> set[str]:
             if "/" not in resource["name"]:
                 kinds.add(f"{listing['groupVersion']}/{resource['kind']}")
     return kinds
+
+
+def slim_pod(pod: Obj) -> Obj:
+    """What probes and the unschedulable index read of a pod; a child can hold thousands."""
+    meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})
+    return {
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences")
+            if k in meta
+        },
+        "spec": {
+            "nodeName": spec.get("nodeName", ""),
+            "containers": [
+                {"resources": {"requests": (c.get("resources") or {}).get("requests") or {}}}
+                for c in spec.get("containers") or []
+            ],
+        },
+        "status": {
+            "phase": status.get("phase", ""),
+            "conditions": [
+                c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"
+            ],
+        },
+    }
 
 
 def _node_ready(node: Obj) -> bool:

@@ -127,6 +127,13 @@ class Explanation:
     unknown: tuple[str, ...]  # locations the strategy names that do not exist
 
 
+def _always() -> asyncio.Event:
+    """Leadership for a loop run alone (tests, benchmarks): always leading."""
+    event = asyncio.Event()
+    event.set()
+    return event
+
+
 def read_placement(obj: Obj) -> dict[str, int | None]:
     text = (obj["metadata"].get("annotations") or {}).get(PLACEMENT)
     if not text:
@@ -152,8 +159,10 @@ class PlacementLoop:
         locations: Informer,
         settings: Settings = Settings(),
         pending: Callable[[str], Unschedulable | None] = lambda _: None,
+        leading: asyncio.Event | None = None,
     ) -> None:
         self.hub = hub
+        self.leading = leading or _always()
         self.settings = settings
         self.locations = locations
         self.pending = pending
@@ -292,6 +301,7 @@ class PlacementLoop:
     # -- reconciling ----------------------------------------------------------------------
 
     async def reconcile(self, key: str) -> None:
+        await self.leading.wait()  # followers keep their caches, and act once they lead
         kind, cache_key = key.split("|", 1)
         informer, info = self.informers.get(kind), self.kinds.get(kind)
         obj = informer.get(cache_key) if informer else None
@@ -552,7 +562,10 @@ class PlacementLoop:
             # The sync loop's finalizer, set in the same write: children never exist before it,
             # and the sync loop needs no extra round trip to the hub first.
             patch["metadata"]["finalizers"] = [*finalizers, CLEANUP]
-        await self.hub.merge_patch(info.path(meta["namespace"], meta["name"]), patch)
+        updated = await self.hub.merge_patch(info.path(meta["namespace"], meta["name"]), patch)
+        informer = self.informers.get(info.key)
+        if informer is not None and updated.get("metadata"):
+            await informer.observe(updated)  # the sync loop starts at once
         log.info(
             "%s %s/%s placed: %s",
             obj["kind"],

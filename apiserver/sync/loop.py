@@ -80,7 +80,12 @@ class ChildWatch:
         # A child back from an outage must be seen again within seconds: the hub's status of
         # everything placed there waits for it.
         informer = Informer(
-            self.kube, kind.collection, handler, {"labelSelector": ORIGIN_LABEL}, backoff_cap=5.0
+            self.kube,
+            kind.collection,
+            handler,
+            {"labelSelector": ORIGIN_LABEL},
+            backoff_cap=5.0,
+            slim=_slim_child,
         )
         self.informers[kind.key] = informer
         self.tasks.append(asyncio.create_task(informer.run(), name=f"watch {self.location}"))
@@ -117,6 +122,7 @@ class SyncLoop:
         settings: Settings = Settings(),
     ) -> None:
         self.hub = hub
+        self.leading = placement.leading
         self.fleet = fleet
         self.placement = placement
         self.locations = locations
@@ -157,6 +163,7 @@ class SyncLoop:
         drained location holds nothing of ours any more."""
         while True:
             await asyncio.sleep(self.settings.count_interval)
+            await self.leading.wait()
             for name, watch in list(self.children.items()):
                 count = watch.count()
                 location = self.locations.get(name)
@@ -244,6 +251,7 @@ class SyncLoop:
     # -- reconciling ----------------------------------------------------------------------
 
     async def reconcile(self, key: str) -> None:
+        await self.leading.wait()
         kind_key, cache_key = key.split("|", 1)
         info = self.placement.kinds.get(kind_key)
         informer = self.placement.informers.get(kind_key)
@@ -518,6 +526,17 @@ def _differs(current: dict[str, Any], new: dict[str, Any]) -> bool:
         elif current.get(field) != value:
             return True
     return False
+
+
+def _slim_child(obj: Obj) -> Obj:
+    """What the loop reads of a child: its counts, status and versions, never its pod template
+    or its data (the hub holds those; a Secret's data has no business in our memory twice)."""
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        spec.pop("template", None)
+    for field in ("data", "binaryData", "stringData"):
+        obj.pop(field, None)
+    return obj
 
 
 def _version(obj: Obj) -> str:
