@@ -64,6 +64,8 @@ KWOK_STAGES = (
     "kustomize/stage/pod/fast/pod-delete.yaml",
 )
 TARGETS = (KUBERNETES, ETCD, KWOK)
+# Not part of the bed (see `krew`); named `kubectl-krew` so kubectl finds it as a plugin.
+KREW = Target("krew", config.KREW_VERSION, ("kubectl-krew",))
 
 
 def binary(name: str) -> Path:
@@ -88,6 +90,19 @@ def ensure_built(log: Log) -> None:
             go, target, log
         )
     log(f"built in {_elapsed(time.monotonic() - started)}")
+
+
+def krew(log: Log) -> Path:
+    """kubectl-krew, built once into the same cache as the bed's binaries."""
+    if not KREW.built():
+        out = _fresh(KREW.folder.with_name(KREW.folder.name + ".tmp"))
+        ldflags = f"-s -w -X sigs.k8s.io/krew/internal/version.gitTag={KREW.version}"
+        cmd = [_go(), "install", "-v", "-trimpath", f"-ldflags={ldflags}"]
+        cmd.append(f"sigs.k8s.io/krew/cmd/krew@{KREW.version}")
+        _run_go(cmd, KREW, None, {"GOBIN": str(out)}, total=None, log=log)
+        (out / "krew").rename(out / "kubectl-krew")
+        _promote(out, KREW)
+    return KREW.folder / "kubectl-krew"
 
 
 def _go() -> str:
