@@ -119,6 +119,7 @@ async def fanout(hub: Kube, kids: dict[str, Kube], namespace: str, rounds: int) 
         "baseline": round(slowest * 1000, 2),
         "ratio": round(p50 / slowest, 2),
         "p99_ms": round(sorted(hub_times)[int(0.99 * (len(hub_times) - 1))] * 1000, 2),
+        "locations": len(kids),
     }
 
 

@@ -13,7 +13,9 @@ from kubectl_mc.table import render
 def emit(rows: list[dict[str, Any]]) -> None:
     machine = {"python": platform.python_version(), "machine": platform.machine()}
     for row in rows:
-        print(json.dumps({**row, **machine}))
+        # Raw samples are for plots (python -m bench), not for the lines a person reads.
+        shown = {k: v for k, v in row.items() if not k.endswith("samples")}
+        print(json.dumps({**shown, **machine}))
     print(file=sys.stderr)
     headers = ["benchmark", "figure", "value", "baseline", "ratio"]
     table = [

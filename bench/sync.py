@@ -115,6 +115,8 @@ async def propagation(count: int) -> list[dict[str, Any]]:
             "value": round(p50 * 1000, 1),
             "baseline": round(p50_direct * 1000, 1),
             "ratio": round(p50 / p50_direct, 2),
+            "samples": [round(t * 1000, 2) for t in ours],
+            "baseline_samples": [round(t * 1000, 2) for t in direct],
         },
         {
             "benchmark": "sync.propagation",
