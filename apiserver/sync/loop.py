@@ -19,6 +19,7 @@ import datetime
 import hashlib
 import json
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,8 @@ class Settings:
     workers: int = 4
     cleanup_retry: float = 5.0  # a child we could not delete yet is tried again this often
     count_interval: float = 2.0  # how often each Location's `status.objects` is brought up to date
+    patience: float = 2.0  # longest a worker waits for one child write
+    per_location: int = 8  # child writes at once in one location, at most
 
 
 class ChildWatch:
@@ -136,6 +139,9 @@ class SyncLoop:
         # objects. A spec edit by hand bumps the generation, so drift is still undone.
         self._written: dict[tuple[str, str], tuple[str, str]] = {}
         self._ready_seen: dict[str, Any] = {}  # location -> its Ready condition as last seen
+        # Child writes still going on in the background, and each location's lane.
+        self._inflight: dict[tuple[str, str], asyncio.Task[bool]] = {}
+        self._lanes: dict[str, asyncio.Semaphore] = {}
         placement.listeners.append(self.queue.add)
         locations.subscribe(self._on_location)
 
@@ -157,6 +163,8 @@ class SyncLoop:
                 worker.cancel()
             for watch in self.children.values():
                 watch.stop()
+            for task in self._inflight.values():
+                task.cancel()
 
     async def _report_counts(self) -> None:
         """Keep each Location's `status.objects` true, so `kubectl mc unjoin` knows when a
@@ -272,16 +280,53 @@ class SyncLoop:
         stale = self._stale()
         shares, deletable, waiting = self._handover(info, hub, placement, children, stale)
         applied = await asyncio.gather(
-            *(self._apply(key, info, hub, loc, shares, stale) for loc in sorted(shares))
+            *(
+                self._bounded(key, loc, self._apply(key, info, hub, loc, shares, stale))
+                for loc in sorted(shares)
+            )
         )
         for location in sorted(deletable):
-            await self._delete_child(key, info, hub, location)
+            await self._bounded(key, location, self._delete_child(key, info, hub, location))
         if info.key in WORKLOADS:
             await self._fold(key, info, hub, children, placement, stale, waiting)
         failed = [loc for loc, ok in zip(sorted(shares), applied, strict=True) if not ok]
         if failed:
             # The others are done; these come back after the queue's backoff.
             raise ApiError.of(503, "ServiceUnavailable", f"applying to {', '.join(failed)} failed")
+
+    async def _bounded(
+        self, key: str, location: str, work: Coroutine[Any, Any, bool], busy: bool = True
+    ) -> bool:
+        """Run one child write, but wait for it only `patience` seconds: a slow location must
+        not hold a worker, or every other object waits behind it. A write that takes longer
+        goes on in the background (at most `per_location` at once per location) and the
+        object is looked at again when it ends. Returns the write's result, or `busy` while it
+        is still going (or another write of the same object there still is)."""
+        if (key, location) in self._inflight:
+            work.close()
+            return busy
+        lane = self._lanes.setdefault(location, asyncio.Semaphore(self.settings.per_location))
+
+        async def laned() -> bool:
+            async with lane:
+                return await work
+
+        slow = asyncio.Event()
+
+        def finished(_: asyncio.Task[bool]) -> None:
+            self._inflight.pop((key, location), None)
+            if slow.is_set():
+                self.queue.add(key)
+
+        task = asyncio.create_task(laned(), name=f"{key} in {location}")
+        self._inflight[(key, location)] = task
+        task.add_done_callback(finished)
+        done, _ = await asyncio.wait({task}, timeout=self.settings.patience)
+        if done:
+            return task.result()
+        slow.set()
+        log.info("%s: %s is slow to answer; carrying on without waiting", key, location)
+        return busy
 
     def _handover(
         self,
@@ -486,7 +531,10 @@ class SyncLoop:
         if CLEANUP not in finalizers:
             return
         places = set(children) | set(read_placement(hub))
-        done = [await self._delete_child(key, info, hub, loc) for loc in sorted(places)]
+        done = [
+            await self._bounded(key, loc, self._delete_child(key, info, hub, loc), busy=False)
+            for loc in sorted(places)
+        ]
         if not all(done):
             self.queue.add_after(key, self.settings.cleanup_retry)
             return
