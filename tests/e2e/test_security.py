@@ -1,0 +1,150 @@
+"""Security boundaries on the test bed: RBAC of both groups as `kubectl auth can-i` says it,
+and secrets that never leak into what kmc-apiserver answers, records or logs."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+
+from kmc_testbed import bed
+
+from .conftest import Kubectl
+from .test_aggregated import running
+from .test_testbed import deployment
+
+# (verb, resource, subresource, name): every resource and sub-resource kind the groups serve.
+CHECKS = [
+    ("list", "deployments.mc.kmc.dev", "", ""),
+    ("get", "deployments.mc.kmc.dev", "", "web"),
+    ("get", "deployments.mc.kmc.dev", "locations", "web"),
+    ("get", "deployments.mc.kmc.dev", "strategy", "web"),
+    ("patch", "deployments.mc.kmc.dev", "strategy", "web"),
+    ("list", "pods.remote.kmc.dev", "", ""),
+    ("list", "configmaps.remote.kmc.dev", "", ""),
+    ("list", "events.remote.kmc.dev", "", ""),
+]
+
+
+def attempt(hub: Kubectl, namespace: str, user: str, check: tuple[str, str, str, str]) -> bool:
+    """Does the request itself go through (anything but Forbidden)?"""
+    verb, resource, sub, name = check
+    args = ["-n", namespace, "--as", user]
+    if verb == "patch":
+        patch = '{"spec":{"type":"Split"}}'
+        cmd = ["patch", resource, name, "--subresource", sub, "--type=merge", "-p", patch]
+    else:
+        cmd = ["get", resource, *([name] if name else []), *(["--subresource", sub] if sub else [])]
+    proc = hub.run(*cmd, *args, check=False)
+    assert proc.returncode == 0 or "Forbidden" in proc.stderr, proc.stderr
+    return proc.returncode == 0
+
+
+def can_i(hub: Kubectl, namespace: str, user: str, check: tuple[str, str, str, str]) -> bool:
+    verb, resource, sub, name = check
+    target = f"{resource}/{name}" if name else resource
+    extra = ["--subresource", sub] if sub else []
+    proc = hub.run(
+        "auth", "can-i", verb, target, *extra, "-n", namespace, "--as", user, check=False
+    )
+    return proc.stdout.strip() == "yes"
+
+
+def test_what_can_i_says_is_what_the_server_does(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 2), namespace)
+    running(hub, namespace, 2)
+    user = f"system:serviceaccount:{namespace}:limited"
+    hub.run("create", "serviceaccount", "limited", "-n", namespace)
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "limited"},
+        "rules": [
+            {"apiGroups": ["mc.kmc.dev"], "resources": ["deployments"], "verbs": ["get", "list"]},
+            {"apiGroups": ["mc.kmc.dev"], "resources": ["deployments/locations"], "verbs": ["get"]},
+            {"apiGroups": ["remote.kmc.dev"], "resources": ["pods"], "verbs": ["list"]},
+        ],
+    }
+    hub.apply(role, namespace)
+    hub.run(
+        "create",
+        "rolebinding",
+        "limited",
+        "-n",
+        namespace,
+        "--role=limited",
+        f"--serviceaccount={namespace}:limited",
+    )
+    outcomes = {
+        c: (can_i(hub, namespace, user, c), attempt(hub, namespace, user, c)) for c in CHECKS
+    }
+    disagree = {c: o for c, o in outcomes.items() if o[0] != o[1]}
+    assert not disagree, f"can-i (first) and the server (second) disagree: {disagree}"
+    allowed = {c for c, (said, _) in outcomes.items() if said}
+    assert allowed == set(CHECKS[:3] + CHECKS[5:6])
+
+
+def test_secret_data_and_child_credentials_never_leak(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    marker = f"s3cr3t-{uuid.uuid4().hex}"
+    hub.run("create", "secret", "generic", "app", "-n", namespace, f"--from-literal=token={marker}")
+    app = deployment("web", 2)
+    app["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"secretRef": {"name": "app"}}]
+    hub.apply(app, namespace)
+    running(hub, namespace, 2)
+    # The Secret went where the Deployment runs (it is its dependency)…
+    assert any(
+        kubectl[c].run("get", "secret", "app", "-n", namespace, check=False).returncode == 0
+        for c in ("us-east", "us-west", "eu-west")
+    )
+    # …and the child credentials kmc holds are these: neither may show up anywhere.
+    creds = hub.json("get", "secret", "location-us-east", "-n", "kmc-system")["data"]
+    kubeconfig = base64.b64decode(next(iter(creds.values()))).decode()
+    key = next(
+        line.split(":", 1)[1].strip()
+        for line in kubeconfig.splitlines()
+        if "client-key-data" in line
+    )
+    seen = "\n".join(
+        [
+            hub.run("get", "deployments.mc.kmc.dev", "-n", namespace, "-o", "json").stdout,
+            hub.run(
+                "get",
+                "deployments.mc.kmc.dev",
+                "web",
+                "-n",
+                namespace,
+                "--subresource",
+                "locations",
+                "-o",
+                "json",
+            ).stdout,
+            hub.run(
+                "get",
+                "deployments.mc.kmc.dev",
+                "web",
+                "-n",
+                namespace,
+                "--subresource",
+                "strategy",
+                "-o",
+                "json",
+            ).stdout,
+            hub.run("get", "pods.remote.kmc.dev", "-n", namespace, "-o", "json").stdout,
+            hub.run("get", "events.remote.kmc.dev", "-n", namespace, "-o", "json").stdout,
+            hub.run("get", "events", "-n", namespace, "-o", "json").stdout,
+            hub.run("get", "locations", "-o", "json").stdout,
+            json.dumps(hub.json("get", "deployment", "web", "-n", namespace)["status"]),
+            bed.log_path(bed.KMC).read_text(),
+        ]
+    )
+    assert marker not in seen
+    assert base64.b64encode(marker.encode()).decode() not in seen
+    assert key not in seen
+    secrets = hub.run("get", "secrets.remote.kmc.dev", "-n", namespace, check=False)
+    assert secrets.returncode == 1 and "the server doesn't have a resource type" in secrets.stderr
