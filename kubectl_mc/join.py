@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import base64
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 
 import yaml
 
-from kubectl_mc import kube
+from kubectl_mc import drain, kube
 from kubectl_mc.kube import Client, KubeError
 from kubectl_mc.kubeconfig import KubeconfigError, flatten, load, select
 
 SYSTEM_NAMESPACE = "kmc-system"
-MERGE_PATCH = "application/merge-patch+json"
-LOCATIONS = "/apis/kmc.dev/v1alpha1/locations"
+LOCATIONS = drain.LOCATIONS
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -140,35 +138,16 @@ def _drain(
             f"{ready.get('message', '')}); `kubectl mc unjoin {name} --force` forgets it now "
             "(what runs there stays, unmanaged)"
         )
-    cordoned = hub.request(
-        "PATCH",
-        f"{LOCATIONS}/{name}",
-        body={"spec": {"unschedulable": True}},
-        content_type=MERGE_PATCH,
-    )
-    generation = int(cordoned["metadata"].get("generation", 0))
+    generation, _ = drain.set_unschedulable(hub, name, True)
     progress(f"location.kmc.dev/{name} cordoned")
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while True:
-        status = hub.get(f"{LOCATIONS}/{name}").get("status") or {}
-        # Only a count taken after the cordon means anything.
-        counted_after = int(status.get("observedGeneration") or 0) >= generation
-        left = status.get("objects") if counted_after else None
-        if left != last:
-            progress(f"draining {name}: {'?' if left is None else left} objects left")
-            last = left
-        if left == 0:
-            return
-        if time.monotonic() > deadline:
-            raise JoinError(
-                f"timed out after {timeout:g}s draining {name} ({left} objects left); it stays "
-                f"cordoned. Run `kubectl mc unjoin {name}` again to keep waiting, add --force to "
-                "unjoin now (what runs there stays, unmanaged), or uncordon it with "
-                f"`kubectl patch location {name} --type=merge -p "
-                '\'{"spec":{"unschedulable":false}}\'`'
-            )
-        time.sleep(1.0)
+    try:
+        drain.wait_drained(hub, name, generation, timeout, progress)
+    except drain.StillThere as err:
+        raise JoinError(
+            f"timed out after {timeout:g}s draining {name} ({err}); it stays cordoned. "
+            f"Run `kubectl mc unjoin {name}` again to keep waiting, add --force to unjoin now "
+            f"(what runs there stays, unmanaged), or `kubectl mc uncordon {name}` to keep it"
+        ) from None
 
 
 def _ready(location: dict[str, Any]) -> dict[str, Any]:

@@ -525,9 +525,7 @@ def scheduled(pod: dict[str, Any]) -> bool:
     return bool(pod.get("spec", {}).get("nodeName"))
 
 
-def wait_pods(
-    child: Kubectl, namespace: str, ok: Callable[[list[dict[str, Any]]], bool]
-) -> None:
+def wait_pods(child: Kubectl, namespace: str, ok: Callable[[list[dict[str, Any]]], bool]) -> None:
     deadline = time.monotonic() + 30
     while True:
         pods = child.json("get", "pods", "-n", namespace)["items"]
