@@ -7,14 +7,11 @@ kubeconfig flags are accepted after the command name, as kubectl accepts them.
 
 from __future__ import annotations
 
-import atexit
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 import click
-
-from kubectl_mc import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,14 +43,25 @@ def hub_client(
     user: str | None,
     request_timeout: str,
 ) -> Any:
+    return hub_context(kubeconfig, context, cluster, user, request_timeout)[0]
+
+
+def hub_context(
+    kubeconfig: str | None,
+    context: str | None,
+    cluster: str | None,
+    user: str | None,
+    request_timeout: str,
+) -> tuple[Any, str]:
+    """A client for the hub, and the namespace its kubeconfig context names."""
     from kubectl_mc import kube
     from kubectl_mc.kubeconfig import KubeconfigError, load, select
 
     try:
         config, base = load(kubeconfig)
         selected = select(config, context, cluster, user, base=base)
-        return kube.connect(selected, timeout=_seconds(request_timeout))
-    except (KubeconfigError, kube.KubeError) as err:
+        return kube.connect(selected, timeout=_seconds(request_timeout)), selected.namespace
+    except (KubeconfigError, kube.KubeError, OSError, ValueError) as err:
         fail(f"error: {err}")
 
 
@@ -74,9 +82,34 @@ def cli() -> None:
 
 
 @cli.command()
-def version() -> None:
-    """Print the client version."""
-    click.echo(f"Client Version: v{__version__}")
+@click.option("--client", "client_only", is_flag=True, help="The client version only.")
+@click.option("-o", "--output", help="yaml or json.")
+@hub_options
+def version(client_only: bool, output: str | None, **hub: Any) -> None:
+    """Print the client version, the hub's, and whether kmc-apiserver serves its API groups."""
+    from kubectl_mc import version as versions
+
+    if output not in (None, "", "json", "yaml"):
+        fail("error: --output must be 'yaml' or 'json'")
+    found: dict[str, Any] = {"clientVersion": versions.client_version()}
+    problem = None
+    if not client_only:
+        from kubectl_mc.kube import KubeError
+
+        try:
+            found.update(versions.server_versions(hub_client(**_hub_args(hub))))
+        except KubeError as err:
+            problem = str(err)
+    if output:
+        from kubectl_mc.printers import dump_json, dump_yaml
+
+        click.echo(dump_json(found) if output == "json" else dump_yaml(found))
+    else:
+        click.echo(versions.text(found))
+    if problem:
+        fail(problem)
+    if not client_only and not versions.healthy(found):
+        sys.exit(1)
 
 
 @cli.command()
@@ -147,8 +180,33 @@ def _hub_args(options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    from kubectl_mc import kube
+from kubectl_mc.completion import completion  # noqa: E402 (they use the above)
+from kubectl_mc.get_cli import describe, get  # noqa: E402
 
-    atexit.register(kube.cleanup)
-    cli(prog_name="kubectl mc")
+cli.add_command(get)
+cli.add_command(describe)
+cli.add_command(completion)
+
+from kubectl_mc.drain_cli import cordon, drain, uncordon  # noqa: E402 (they use the above)
+from kubectl_mc.move_cli import move  # noqa: E402
+
+cli.add_command(move)
+cli.add_command(cordon)
+cli.add_command(uncordon)
+cli.add_command(drain)
+
+
+def main() -> None:
+    from kubectl_mc.argv import normalize
+    from kubectl_mc.completion import COMPLETE_VAR, kubectl_complete
+
+    if sys.argv[1:2] == ["__complete"]:  # cobra's convention: kubectl_complete-mc may be a
+        kubectl_complete()  # one-line script running `kubectl-mc __complete "$@"`
+        return
+    try:
+        cli.main(normalize(sys.argv[1:]), prog_name="kubectl mc", complete_var=COMPLETE_VAR)
+    except KeyboardInterrupt:  # Ctrl-C ends a watch: quietly, as kubectl does
+        sys.exit(130)
+    except BrokenPipeError:  # `kubectl mc get … | head`
+        sys.stderr.close()
+        sys.exit(0)

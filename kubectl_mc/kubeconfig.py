@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 Config = dict[str, Any]
 
 
@@ -48,8 +46,8 @@ def load(path: str | None) -> tuple[Config, Path]:
                 raise KubeconfigError(f"stat {file}: no such file or directory")
             continue
         try:
-            data = yaml.safe_load(file.read_text()) or {}
-        except yaml.YAMLError as err:
+            data = _parse(file.read_text())
+        except ValueError as err:
             raise KubeconfigError(f'error loading config file "{file}": {err}') from err
         for section in ("clusters", "users", "contexts"):
             known = {e["name"] for e in merged[section]}
@@ -58,6 +56,19 @@ def load(path: str | None) -> tuple[Config, Path]:
                     merged[section].append(_absolute(entry, file.parent))
         merged["current-context"] = merged["current-context"] or data.get("current-context")
     return merged, (files[0].parent if files else Path.cwd())
+
+
+def _parse(text: str) -> Config:
+    """YAML, imported only here (PyYAML's C loader when it is there: it is several times
+    faster on a kubeconfig full of base64 certificates)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(text, Loader=loader)
+    except yaml.YAMLError as err:
+        raise ValueError(str(err)) from err
+    return data if isinstance(data, dict) else {}
 
 
 def select(

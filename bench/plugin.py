@@ -1,0 +1,136 @@
+"""Plugin start-up: `kubectl mc get deployments` against `kubectl get deployments`.
+
+Both list the same N Deployments of one hub namespace, each run a new process started the
+way a person starts it (kubectl finds `kubectl-mc` on PATH and runs it), so every run pays
+for a cold start: Go's for kubectl, kubectl's plugin lookup plus Python's for the plugin.
+Runs alternate between the commands so a busy machine slows both alike; the figures are
+medians. A second baseline, `kubectl get deployments.mc.kmc.dev`, reads the very answer the
+plugin reads (the mc.kmc.dev Table, through the hub and kmc-apiserver), so the two ratios
+tell the client's cost from the server's, and `kubectl-mc` run directly shows what kubectl's
+own start in front of a plugin costs. The goal is a ratio of at most 1.5.
+
+    PYTHONPATH=hack .venv/bin/python -m bench.plugin [--deployments 20] [--runs 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+
+from kmc_testbed import config as bedconfig
+
+VENV_BIN = bedconfig.REPO_ROOT / ".venv" / "bin"
+
+
+def _kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    cmd = ["kubectl", *args, "--kubeconfig", str(bedconfig.kubeconfig_path()), "--context", "hub"]
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(cmd, capture_output=True, text=True, input=stdin, env=env, check=True)
+
+
+def _deployment(name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "registry.example/bench:1"}]},
+            },
+        },
+    }
+
+
+def _timed(cmd: list[str]) -> float:
+    cmd = [*cmd, "--kubeconfig", str(bedconfig.kubeconfig_path()), "--context", "hub"]
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+    started = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
+    return time.perf_counter() - started
+
+
+def measure(deployments: int, runs: int) -> list[dict[str, Any]]:
+    ns = f"bench-plugin-{uuid.uuid4().hex[:5]}"
+    _kubectl("create", "namespace", ns)
+    try:
+        items = [_deployment(f"web-{i}") for i in range(deployments)]
+        _kubectl(
+            "apply",
+            "-n",
+            ns,
+            "-f",
+            "-",
+            stdin=json.dumps({"kind": "List", "apiVersion": "v1", "items": items}),
+        )
+        deadline = time.monotonic() + 60
+        while True:  # every Deployment listed by both, before any timing
+            ours = _kubectl("mc", "get", "deployments", "-n", ns, "--no-headers").stdout
+            if len(ours.splitlines()) == deployments:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"kubectl mc get listed {len(ours.splitlines())} Deployments")
+            time.sleep(0.5)
+        commands = {
+            "plugin": ["kubectl", "mc", "get", "deployments", "-n", ns],
+            "kubectl": ["kubectl", "get", "deployments", "-n", ns],
+            "kubectl_mc_view": ["kubectl", "get", "deployments.mc.kmc.dev", "-n", ns],
+            "plugin_alone": [str(VENV_BIN / "kubectl-mc"), "get", "deployments", "-n", ns],
+        }
+        for args in commands.values():  # warm: kubectl's discovery cache, the page cache
+            _timed(args)
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(runs):
+            for name, args in commands.items():
+                times[name].append(_timed(args))
+    finally:
+        _kubectl("delete", "namespace", ns, "--wait=false")
+    median = {name: statistics.median(values) * 1000 for name, values in times.items()}
+    return [
+        {
+            "benchmark": "plugin.get_deployments",
+            "figure": f"median_ms_{deployments}_deployments_{runs}_runs",
+            "value": round(median["plugin"], 1),
+            "baseline": round(median["kubectl"], 1),
+            "ratio": round(median["plugin"] / median["kubectl"], 2),
+        },
+        {
+            "benchmark": "plugin.get_deployments",
+            "figure": "median_ms_vs_kubectl_get_deployments.mc.kmc.dev",
+            "value": round(median["plugin"], 1),
+            "baseline": round(median["kubectl_mc_view"], 1),
+            "ratio": round(median["plugin"] / median["kubectl_mc_view"], 2),
+        },
+        {
+            # kubectl-mc run directly: what Python costs without kubectl's own start in front.
+            "benchmark": "plugin.get_deployments",
+            "figure": "median_ms_kubectl-mc_without_kubectl",
+            "value": round(median["plugin_alone"], 1),
+            "baseline": round(median["kubectl"], 1),
+            "ratio": round(median["plugin_alone"] / median["kubectl"], 2),
+        },
+    ]
+
+
+def main(argv: list[str]) -> None:
+    from bench.report import emit
+
+    parser = argparse.ArgumentParser(prog="python -m bench.plugin")
+    parser.add_argument("--deployments", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args(argv)
+    emit(measure(args.deployments, args.runs))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

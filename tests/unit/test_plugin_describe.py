@@ -1,0 +1,183 @@
+"""`kubectl mc describe`: the text, ages as kubectl prints them, and which child events belong."""
+
+import datetime
+from typing import Any
+
+import pytest
+
+from kubectl_mc.describe import child_name_pattern, event_age, human_duration, render
+
+NOW = datetime.datetime(2026, 12, 2, 16, 0, 0, tzinfo=datetime.UTC)
+CREATED = (
+    datetime.datetime(2026, 12, 2, 15, 0, tzinfo=datetime.UTC)
+    .astimezone()
+    .strftime("%a, %d %b %Y %H:%M:%S %z")
+)
+
+VIEW: dict[str, Any] = {
+    "apiVersion": "mc.kmc.dev/v1alpha1",
+    "kind": "Deployment",
+    "metadata": {
+        "name": "web",
+        "namespace": "demo",
+        "creationTimestamp": "2026-12-02T15:00:00Z",
+        "labels": {"app": "web"},
+    },
+    "spec": {"replicas": 3, "strategy": {"type": "Split"}, "strategySource": "default"},
+    "status": {
+        "placement": {"us-east": 2, "eu-west": 1},
+        "locations": [
+            {
+                "location": "eu-west",
+                "desired": 1,
+                "ready": 1,
+                "available": 1,
+                "syncedGeneration": 2,
+                "state": "Synced",
+                "message": "",
+            },
+            {
+                "location": "us-east",
+                "desired": 2,
+                "ready": 1,
+                "available": 1,
+                "syncedGeneration": 1,
+                "state": "Pending",
+                "message": "waiting",
+            },
+        ],
+        "conditions": [
+            {
+                "type": "kmc.dev/Placed",
+                "status": "True",
+                "reason": "Placed",
+                "message": "eu-west=1, us-east=2",
+            }
+        ],
+    },
+}
+STRATEGY: dict[str, Any] = {
+    "kind": "Strategy",
+    "spec": {"type": "Split"},
+    "status": {
+        "source": "default",
+        "verdicts": [
+            {"location": "eu-west", "eligible": True, "reason": "eligible"},
+            {"location": "us-west", "eligible": False, "reason": "cordoned"},
+        ],
+    },
+}
+
+
+def event(
+    reason: str, name: str, last: str, count: int = 1, first: str | None = None
+) -> dict[str, Any]:
+    return {
+        "type": "Normal",
+        "reason": reason,
+        "message": f"{reason} happened",
+        "involvedObject": {"kind": "Pod", "name": name},
+        "source": {"component": "kubelet"},
+        "firstTimestamp": first or last,
+        "lastTimestamp": last,
+        "count": count,
+        "metadata": {"name": f"{name}.1"},
+    }
+
+
+def test_the_description_names_every_location_verdict_and_event() -> None:
+    events = [
+        ("us-east", event("Scheduled", "web-5d4f8b7c9-x2x4q", "2026-12-02T15:59:00Z")),
+        ("(hub)", event("Placed", "web", "2026-12-02T15:58:00Z")),
+    ]
+    text = render(VIEW, STRATEGY, events, NOW)
+    lines = text.splitlines()
+    assert lines[:9] == [
+        "Name:              web",
+        "Namespace:         demo",
+        "Kind:              Deployment",
+        f"CreationTimestamp: {CREATED}",
+        "Labels:            app=web",
+        "Replicas:          3",
+        'Strategy:          {"type":"Split"}',
+        "Source:            default",
+        "Placement:         eu-west=1, us-east=2",
+    ]
+    assert "Locations:" in lines and "Verdicts:" in lines and "Events:" in lines
+    assert "  us-east   2        1      1          1                  Pending  waiting" in lines
+    assert "  us-west   false     cordoned" in lines
+    at = lines.index("Events:")
+    assert lines[at + 1].split() == [
+        "Location",
+        "Type",
+        "Reason",
+        "Age",
+        "From",
+        "Object",
+        "Message",
+    ]
+    assert lines[at + 3].split()[:4] == ["(hub)", "Normal", "Placed", "2m"]  # oldest first
+    assert lines[at + 4].split()[:4] == ["us-east", "Normal", "Scheduled", "60s"]
+
+
+def test_nothing_known_prints_none() -> None:
+    bare = {
+        "kind": "DaemonSet",
+        "metadata": {"name": "d", "namespace": "n"},
+        "spec": {},
+        "status": {},
+    }
+    lines = render(bare, None, [], NOW).splitlines()
+    assert "Replicas:" not in "\n".join(lines)
+    assert lines[-1] == "Events:            <none>"
+    assert "Strategy:          <none>" in lines
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (-5, "<invalid>"),
+        (-1, "0s"),
+        (0, "0s"),
+        (119, "119s"),
+        (120, "2m"),
+        (150, "2m30s"),
+        (600, "10m"),
+        (3 * 3600, "3h"),
+        (3 * 3600 + 60, "3h1m"),
+        (8 * 3600, "8h"),
+        (50 * 3600, "2d2h"),
+        (10 * 86400, "10d"),
+        (800 * 86400, "2y70d"),
+        (3000 * 86400, "8y"),
+    ],
+)
+def test_human_duration_is_apimachinerys(seconds: int, shown: str) -> None:
+    assert human_duration(datetime.timedelta(seconds=seconds)) == shown
+
+
+def test_a_repeated_event_says_how_often_and_over_how_long() -> None:
+    e = event("BackOff", "web-1", "2026-12-02T15:59:00Z", count=4, first="2026-12-02T15:40:00Z")
+    assert event_age(e, NOW) == "60s (x4 over 20m)"
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "yes", "no"),
+    [
+        (
+            "Deployment",
+            "web",
+            ["web", "web-5d4f8b7c9", "web-5d4f8b7c9-x2x4q"],
+            ["web-api", "web-api-5d4f8b7c9", "webb"],
+        ),
+        ("StatefulSet", "db", ["db", "db-0", "db-12"], ["db-x", "dbx-0"]),
+        ("Job", "pi", ["pi", "pi-x2x4q", "pi-3-x2x4q"], ["pi-abcde"]),
+        ("DaemonSet", "agent", ["agent-x2x4q"], ["agent-x2x4q-x2x4q"]),
+    ],
+)
+def test_child_events_match_the_names_kubernetes_generates(
+    kind: str, name: str, yes: list[str], no: list[str]
+) -> None:
+    pattern = child_name_pattern(kind, name)
+    assert all(pattern.match(n) for n in yes)
+    assert not any(pattern.match(n) for n in no)
