@@ -149,7 +149,10 @@ def test_offline_install(release: Release, krew_bin: Path, tmp_path: Path) -> No
         f"--archive={archive}",
         env=env,
     )
-    assert run(kubectl(), "mc", "version", env=env).stdout == f"Client Version: v{__version__}\n"
+    assert (
+        run(kubectl(), "mc", "version", "--client", env=env).stdout
+        == f"Client Version: v{__version__}\n"
+    )
     plugins = run(kubectl(), "plugin", "list", env=env).stdout
     assert str(root / "bin" / "kubectl-mc") in plugins.split()
 
@@ -168,5 +171,8 @@ def test_install_from_index(release: Release, krew_bin: Path, tmp_path: Path) ->
 
     uri = this_platform(release.served_manifest)["uri"]
     assert release.requests == ["/" + uri.rsplit("/", 1)[1]]
-    assert run(kubectl(), "mc", "version", env=env).stdout == f"Client Version: v{__version__}\n"
+    assert (
+        run(kubectl(), "mc", "version", "--client", env=env).stdout
+        == f"Client Version: v{__version__}\n"
+    )
     assert run(kubectl(), "krew", "list", env=env).stdout.split() == ["kmc/mc"]

@@ -1,0 +1,253 @@
+"""`python -m bench` (or `hack/bench`): every benchmark in one run, and one report.
+
+Brings the test bed up with kubectl-mc installed, runs each benchmark against its baseline
+measured in the same run, and writes `bench/results/latest.json` (the figures, the machine,
+the versions, the commit), `latest.md` (a table a person reads) and two plots: the
+propagation latency CDF against direct writes, and punch-through latency against the
+number of locations. `--quick` runs smaller counts (minutes, not a quarter of an hour).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench import converge, forged, integrity, placement, remote, sync
+from kmc_testbed import config as bedconfig
+
+RESULTS = Path(__file__).parent / "results"
+GOALS = {
+    "propagation_p50_ratio": ("<=", 3),
+    "fanout_ratio": ("<=", 1.3),
+    "plugin_ratio": ("<=", 1.5),
+    "converge_1000_s": ("<=", 60),
+    "idle_cpu_pct": ("<=", 2),
+    "rss_mb_1000": ("<=", 250),
+    "move_min_available_ratio": (">=", 1),
+    "lost_objects": ("==", 0),
+    "duplicate_objects": ("==", 0),
+    "forged_accepted": ("==", 0),
+}
+
+
+def testbed(*args: str) -> None:
+    subprocess.run([str(bedconfig.REPO_ROOT / "hack" / "testbed"), *args], check=True)
+
+
+def run_all(quick: bool) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    def step(name: str, produce: Any) -> None:
+        print(f"bench: {name}…", file=sys.stderr, flush=True)
+        rows.extend(produce())
+
+    step("placement decide", placement.bench_decide)
+    step("kmc-apiserver at rest", sync.kmc_usage)
+    step("propagation", lambda: asyncio.run(sync.propagation(50 if quick else 200)))
+    step("status fold-up", lambda: asyncio.run(sync.foldup(20 if quick else 50)))
+    step(
+        "punch-through, 3 locations",
+        lambda: asyncio.run(remote.run(3, 20 if quick else 40, 20, 20)),
+    )
+    if not quick:
+        step("punch-through, 6 locations", lambda: _six_locations())
+    step("plugin start-up", _plugin)
+    step("forged identities", forged.forged)
+    step("move", lambda: asyncio.run(integrity.move()))
+    step(
+        "kills during creates and scales",
+        lambda: asyncio.run(integrity.integrity(1, 20 if quick else 40)),
+    )
+    count = 300 if quick else 1000
+    step(f"converge {count}", lambda: _converge(count))
+    return rows
+
+
+def _six_locations() -> list[dict[str, Any]]:
+    added = []
+    for name, labels in remote.EXTRA.items():
+        if name not in remote.children():
+            testbed("add", name, "--labels", labels)
+            added.append(name)
+    testbed("install")
+    try:
+        return asyncio.run(remote.run(6, 40, 0, 0))
+    finally:
+        for name in added:
+            testbed("remove", name)
+
+
+def _plugin() -> list[dict[str, Any]]:
+    from bench import plugin
+
+    return plugin.measure(20, 15)
+
+
+def _converge(count: int) -> list[dict[str, Any]]:
+    converge._extra_nodes(create=True)
+    try:
+        return asyncio.run(converge.converge(count))
+    finally:
+        converge._extra_nodes(create=False)
+
+
+def figure(rows: list[dict[str, Any]], benchmark: str, name: str, key: str = "value") -> Any:
+    for row in rows:
+        if row["benchmark"].startswith(benchmark) and row["figure"] == name:
+            return row.get(key)
+    return None
+
+
+def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
+    count = 300 if quick else 1000
+    fanout = [r for r in rows if r["benchmark"].startswith("fanout-")]
+    return {
+        "propagation_p50_ratio": figure(rows, "sync.propagation", "p50_ms", "ratio"),
+        "propagation_p99_ms": figure(rows, "sync.propagation", "p99_ms"),
+        "statusfold_p50_ratio": figure(
+            rows, "sync.foldup", "create_to_available_on_hub_p50_ms", "ratio"
+        ),
+        "fanout_ratio": max((r["ratio"] for r in fanout), default=None),
+        "fanout_ratio_by_locations": {str(r["locations"]): r["ratio"] for r in fanout},
+        f"converge_{count}_s": figure(rows, "converge", f"converge_{count}_s"),
+        "idle_cpu_pct": figure(rows, "kmc-apiserver", "idle_cpu_pct"),
+        f"rss_mb_{count}": figure(rows, "converge", f"rss_mb_{count}"),
+        "plugin_ratio": next(
+            (r["ratio"] for r in rows if r["benchmark"] == "plugin.get_deployments"), None
+        ),
+        "move_min_available_ratio": figure(rows, "move", "min_available_ratio"),
+        "lost_objects": figure(rows, "integrity", "lost_objects"),
+        "duplicate_objects": figure(rows, "integrity", "duplicate_objects"),
+        "forged_accepted": figure(rows, "security", "forged_accepted"),
+    }
+
+
+def environment() -> dict[str, Any]:
+    def out(*cmd: str) -> str:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    return {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "memory_gib": round(
+                os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1
+            ),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "versions": {
+            "kubernetes": bedconfig.KUBERNETES_VERSION,
+            "etcd": bedconfig.ETCD_VERSION,
+            "kwok": bedconfig.KWOK_VERSION,
+            "kubectl": out("kubectl", "version", "--client", "-o", "json"),
+        },
+        "commit": out("git", "-C", str(bedconfig.REPO_ROOT), "rev-parse", "HEAD"),
+        "dirty": bool(out("git", "-C", str(bedconfig.REPO_ROOT), "status", "--porcelain")),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Commit `{report['commit'][:12]}`{' (dirty)' if report['dirty'] else ''}, "
+        f"{report['date']}, {report['machine']['cpus']} CPUs, "
+        f"{report['machine']['memory_gib']} GiB, Kubernetes {report['versions']['kubernetes']}.",
+        "",
+        "| figure | value | goal | met |",
+        "|---|---|---|---|",
+    ]
+    for key, value in report["summary"].items():
+        goal = GOALS.get(key.replace("_300", "_1000"))
+        met = "" if goal is None or value is None else ("yes" if _meets(value, goal) else "**no**")
+        shown_goal = f"{goal[0]} {goal[1]}" if goal else ""
+        lines.append(f"| `{key}` | {json.dumps(value)} | {shown_goal} | {met} |")
+    lines += ["", "## Every figure", "", "| benchmark | figure | value | baseline | ratio |"]
+    lines.append("|---|---|---|---|---|")
+    for row in report["rows"]:
+        lines.append(
+            f"| {row['benchmark']} | {row['figure']} | {row['value']} | "
+            f"{row.get('baseline', '')} | {row.get('ratio', '')} |"
+        )
+    lines += ["", "![propagation](propagation_cdf.png)", "", "![fan-out](fanout.png)", ""]
+    return "\n".join(lines)
+
+
+def _meets(value: Any, goal: tuple[str, float]) -> bool:
+    op, bound = goal
+    return bool(value <= bound if op == "<=" else value >= bound if op == ">=" else value == bound)
+
+
+def plots(rows: list[dict[str, Any]], folder: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    prop = next(r for r in rows if r["benchmark"] == "sync.propagation" and "samples" in r)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, samples in (
+        ("hub → every child (kubectl-mc)", prop["samples"]),
+        ("direct create into one child", prop["baseline_samples"]),
+    ):
+        ordered = sorted(samples)
+        ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms)")
+    ax.set_ylabel("fraction of objects")
+    ax.set_title("Propagation latency")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "propagation_cdf.png", dpi=100)
+    plt.close(fig)
+
+    fan = sorted(
+        (r for r in rows if r["benchmark"].startswith("fanout-")), key=lambda r: r["locations"]
+    )
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = [r["locations"] for r in fan]
+    ax.plot(xs, [r["value"] for r in fan], "o-", label="pods.remote.kmc.dev through the hub, p50")
+    ax.plot(xs, [r["p99_ms"] for r in fan], "o--", label="… p99")
+    ax.plot(xs, [r["baseline"] for r in fan], "s-", label="slowest child listed directly, p50")
+    ax.set_xlabel("locations")
+    ax.set_ylabel("list latency (ms)")
+    ax.set_xticks(xs)
+    ax.set_title("Punch-through list latency")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "fanout.png", dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="smaller counts, no 6-location run")
+    args = parser.parse_args(argv)
+    testbed("up")
+    testbed("install")
+    rows = run_all(args.quick)
+    report = {**environment(), "quick": args.quick, "summary": summary(rows, args.quick)}
+    report["rows"] = [{k: v for k, v in r.items() if not k.endswith("samples")} for r in rows]
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "latest.json").write_text(
+        json.dumps({**report, **report["summary"]}, indent=2) + "\n"
+    )
+    (RESULTS / "latest.md").write_text(markdown(report))
+    plots(rows, RESULTS)
+    print((RESULTS / "latest.md").read_text())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
