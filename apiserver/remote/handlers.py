@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from multidict import CIMultiDict
 
 from apiserver.api import errors, paging, table
 from apiserver.api.guard import info_of, user_of
@@ -78,28 +80,47 @@ def _timeout(request: web.Request) -> float:
     return request.app[OPTIONS].remote_timeout
 
 
+@dataclass(frozen=True)
+class _Ask:
+    """What a list or watch asks every child, as the caller: the format the caller wants,
+    which children are asked (and warnings for those left out), and the query for them."""
+
+    wanted: table.Wanted
+    include: table.IncludeObject
+    clients: dict[str, Kube]
+    warnings: list[str]
+    params: dict[str, str]
+    headers: CIMultiDict[str]
+
+
+def _ask(request: web.Request) -> _Ask:
+    wanted = table.negotiate(request.headers.get("Accept"))
+    include = table.include_object(request.query) if wanted.format == "table" else "Metadata"
+    clients, warnings = targets(request.app[LOCATIONS].informer, request.app[FLEET])
+    params = {k: v for k in _SELECTORS if (v := request.query.get(k))}
+    if wanted.format == "table":
+        # Metadata at least: rows are sorted and paged by it. Dropped again if not asked.
+        params["includeObject"] = "Object" if include == "Object" else "Metadata"
+    accept = CHILD_TABLE if wanted.format == "table" else None
+    headers = impersonating(user_of(request), accept)
+    return _Ask(wanted, include, clients, warnings, params, headers)
+
+
 async def collection(request: web.Request) -> web.StreamResponse:
     kind = _kind(request)
     namespace = request.match_info.get("namespace")
     if info_of(request).verb == "watch":
         return await _watch(request, kind, namespace)
-    wanted = table.negotiate(request.headers.get("Accept"))
-    include = table.include_object(request.query) if wanted.format == "table" else "Metadata"
+    asked = _ask(request)
+    wanted, include, warnings = asked.wanted, asked.include, asked.warnings
     limit = paging.limit_of(request.query)
     cont = request.query.get("continue")
-    user = user_of(request)
-    clients, warnings = targets(request.app[LOCATIONS].informer, request.app[FLEET])
-    params = {k: v for k in _SELECTORS if (v := request.query.get(k))}
-    accept = CHILD_TABLE if wanted.format == "table" else None
-    if wanted.format == "table":
-        # Metadata at least: the rows are sorted and paged by it. Dropped again if not asked.
-        params["includeObject"] = "Object" if include == "Object" else "Metadata"
     path = kind.path(namespace)
 
     async def ask(kube: Kube) -> Any:
-        return await kube.request("GET", path, params=params, headers=impersonating(user, accept))
+        return await kube.request("GET", path, params=asked.params, headers=asked.headers)
 
-    answers = await fan_out(clients, ask, _timeout(request))
+    answers = await fan_out(asked.clients, ask, _timeout(request))
     warnings += [failed(a) for a in answers if a.error is not None]
     good = [a for a in answers if a.error is None]
     versions = {
@@ -204,17 +225,11 @@ async def _watch(
 ) -> web.StreamResponse:
     """Every Ready child's watch, merged. The resourceVersion is the composite one of our
     list; a location it does not name starts from now, with its objects as ADDED events."""
-    wanted = table.negotiate(request.headers.get("Accept"))
-    include = table.include_object(request.query) if wanted.format == "table" else "Metadata"
+    asked = _ask(request)
+    wanted, include = asked.wanted, asked.include
     versions = paging.parse_composite(request.query.get("resourceVersion", ""))
     bookmarks = request.query.get("allowWatchBookmarks") == "true"
     timeout = min(int(request.query.get("timeoutSeconds") or _MAX_WATCH), _MAX_WATCH)
-    user = user_of(request)
-    clients, warnings = targets(request.app[LOCATIONS].informer, request.app[FLEET])
-    params = {k: v for k in _SELECTORS if (v := request.query.get(k))}
-    accept = CHILD_TABLE if wanted.format == "table" else None
-    if wanted.format == "table":
-        params["includeObject"] = "Object" if include == "Object" else "Metadata"
     queue: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue(maxsize=1000)
     seen = dict(versions)
     path = kind.path(namespace)
@@ -227,8 +242,8 @@ async def _watch(
                     path,
                     seen.get(location, ""),
                     timeout_seconds=timeout,
-                    params=params,
-                    headers=impersonating(user, accept),
+                    params=asked.params,
+                    headers=asked.headers,
                 ):
                     await queue.put((location, event))
                     backoff.reset()
@@ -239,8 +254,8 @@ async def _watch(
                 log.info("watch of %s in %s: %s", kind.plural, location, err)
                 await asyncio.sleep(backoff.next())
 
-    stream = await WatchStream.open(request, warning_headers(warnings))
-    tasks = [asyncio.create_task(follow(n, k)) for n, k in clients.items()]
+    stream = await WatchStream.open(request, warning_headers(asked.warnings))
+    tasks = [asyncio.create_task(follow(n, k)) for n, k in asked.clients.items()]
     try:
         async with asyncio.timeout(timeout):
             while True:

@@ -15,7 +15,6 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from apiserver import certs
 from kmc_testbed import bed, config
 
 from .conftest import CHILDREN, Kubectl, run_testbed
+from .test_locations import wait_until as wait_for
 from .test_placement import wait_placement, with_strategy
 from .test_testbed import deployment
 
@@ -41,16 +41,6 @@ def header(output: str) -> list[str]:
 
 def rows(output: str) -> list[list[str]]:
     return [line.split() for line in output.splitlines()[1:] if line.strip()]
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
 
 
 def remote_pods(hub: Kubectl, namespace: str) -> list[dict[str, Any]]:

@@ -17,7 +17,8 @@ import yaml
 from kmc_testbed import bed, config
 
 from .conftest import VENV_BIN, Kubectl
-from .test_aggregated import header, rows, wait_for
+from .test_aggregated import header, rows
+from .test_locations import wait_until as wait_for
 from .test_placement import wait_placement
 from .test_testbed import deployment
 
