@@ -117,9 +117,9 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         ),
         "fanout_ratio": max((r["ratio"] for r in fanout), default=None),
         "fanout_ratio_by_locations": {str(r["locations"]): r["ratio"] for r in fanout},
-        f"converge_{count}_s": figure(rows, "converge", f"converge_{count}_s"),
+        f"converge_{count}_s": figure(rows, "sync.converge", f"converge_{count}_s"),
         "idle_cpu_pct": figure(rows, "kmc-apiserver", "idle_cpu_pct"),
-        f"rss_mb_{count}": figure(rows, "converge", f"rss_mb_{count}"),
+        f"rss_mb_{count}": figure(rows, "kmc-apiserver", f"rss_mb_{count}"),
         "plugin_ratio": next(
             (r["ratio"] for r in rows if r["benchmark"] == "plugin.get_deployments"), None
         ),
