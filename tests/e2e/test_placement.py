@@ -302,16 +302,28 @@ def test_a_malformed_strategy_changes_nothing_and_says_why(
         '{"type":"Spread"}': '.type: must be one of Split, Replicate, Single, got "Spread"',
         '{"type":"Split","weights":{"us-east":-1}}': ".weights.us-east: must be >= 0, got -1",
     }
+    annotate = ("annotate", "--overwrite", "deployment", "web", "-n", namespace)
     for text, expected in cases.items():
-        hub.run(
-            "annotate",
-            "--overwrite",
-            "deployment",
-            "web",
-            "-n",
-            namespace,
-            f"kmc.dev/strategy={text}",
-        )
+        refused = hub.run(*annotate, f"kmc.dev/strategy={text}", check=False)
+        assert refused.returncode == 1 and "denied the request" in refused.stderr
+        assert expected in refused.stderr
+    # The loop must be safe without the webhook too (it ignores failures, and may be gone).
+    hub.run("delete", "validatingwebhookconfiguration", "strategy.kmc.dev")
+    try:
+        _refused_by_the_loop(hub, namespace, annotate, cases, before)
+    finally:
+        run_testbed("install")
+
+
+def _refused_by_the_loop(
+    hub: Kubectl,
+    namespace: str,
+    annotate: tuple[str, ...],
+    cases: dict[str, str],
+    before: Placement,
+) -> None:
+    for text, expected in cases.items():
+        hub.run(*annotate, f"kmc.dev/strategy={text}")
         deadline = time.monotonic() + 20
         while (condition := placed_condition(hub, "deployment", "web", namespace)).get(
             "reason"
@@ -495,7 +507,9 @@ def test_pods_a_location_cannot_schedule_go_elsewhere_and_stay_away(
     expect_placement(
         hub, "deployment", "web", namespace, {"eu-west": 1, "us-east": 1, "us-west": 1}
     )
-    wait_pods(west, namespace, lambda pods: len(pods) == 1 and all(scheduled(p) for p in pods))
+    # us-west's controller-manager can take a minute to act after an earlier test restarted
+    # its apiserver (client-go's watch backoff).
+    wait_pods(west, namespace, lambda pods: len(pods) == 1 and all(scheduled(p) for p in pods), 120)
     nodes = [n["metadata"]["name"] for n in west.json("get", "nodes")["items"]]
     west.run("cordon", *nodes)
     try:
@@ -525,8 +539,13 @@ def scheduled(pod: dict[str, Any]) -> bool:
     return bool(pod.get("spec", {}).get("nodeName"))
 
 
-def wait_pods(child: Kubectl, namespace: str, ok: Callable[[list[dict[str, Any]]], bool]) -> None:
-    deadline = time.monotonic() + 30
+def wait_pods(
+    child: Kubectl,
+    namespace: str,
+    ok: Callable[[list[dict[str, Any]]], bool],
+    timeout: float = 30,
+) -> None:
+    deadline = time.monotonic() + timeout
     while True:
         pods = child.json("get", "pods", "-n", namespace)["items"]
         if ok(pods):
