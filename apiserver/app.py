@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from apiserver import admission, workloads
+from apiserver import admission, serving, workloads
 from apiserver.api import documents
 from apiserver.api.authn import (
     Authenticator,
@@ -84,16 +84,25 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
-def _guards(serving: ssl.SSLContext | None) -> Any:
+def _guards(serving_ctx: ssl.SSLContext | None) -> Any:
     async def guards(app: web.Application) -> AsyncIterator[None]:
         def trust(config: FrontProxyConfig) -> None:
-            if serving is not None:
-                configure_client_auth(serving, config)
+            if serving_ctx is not None:
+                configure_client_auth(serving_ctx, config)
 
         app[AUTHENTICATOR] = Authenticator()
         app[AUTHORIZER] = Authorizer(app[HUB])
         app[FRONT_PROXY] = FrontProxyWatch(app[HUB], app[AUTHENTICATOR], trust)
+        fresh = (
+            asyncio.create_task(serving.keep_fresh(serving_ctx, app[OPTIONS]))
+            if serving_ctx
+            else None
+        )
         yield
+        if fresh is not None:
+            fresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await fresh
 
     return guards
 

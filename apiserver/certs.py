@@ -73,6 +73,7 @@ def ensure_cert(
     common_name: str,
     organizations: tuple[str, ...] = (),
     hosts: tuple[str, ...] = (),
+    validity: datetime.timedelta = VALIDITY,
 ) -> Pair:
     """A leaf certificate: a serving one when `hosts` is given, a client one otherwise."""
     pair = Pair(folder / f"{name}.crt", folder / f"{name}.key")
@@ -93,7 +94,7 @@ def ensure_cert(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
+        .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage(usage), critical=False)
         .add_extension(

@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 import logging
-import ssl
 import sys
 from importlib.metadata import version
 
 from aiohttp import web
 
-from apiserver import certs
+from apiserver import serving
 from apiserver.app import make_app
-from apiserver.options import Options, OptionsError, parse
-
-
-def serving_context(options: Options) -> ssl.SSLContext:
-    """TLS from the given files, or from a CA and certificate made once in --cert-dir."""
-    if options.tls_cert_file and options.tls_private_key_file:
-        cert, key = options.tls_cert_file, options.tls_private_key_file
-    else:
-        ca = certs.ensure_ca(options.cert_dir, "ca", "kmc-apiserver-ca")
-        pair = certs.ensure_cert(
-            options.cert_dir, "apiserver", ca, options.service_name, hosts=options.serving_hosts
-        )
-        cert, key = pair.cert, pair.key
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(str(cert), str(key))
-    return context
+from apiserver.options import OptionsError, parse
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -45,7 +29,7 @@ def main(argv: list[str] | None = None) -> None:
         options.bind_address,
         options.secure_port,
     )
-    context = serving_context(options)
+    context = serving.context(options)
     web.run_app(
         make_app(options, context),
         host=options.bind_address,

@@ -33,6 +33,7 @@ class Options:
     capacity_hold: float
     remote_timeout: float
     leader_elect: bool
+    cert_check_interval: float
     log_level: str
 
     @property
@@ -100,6 +101,12 @@ def parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="run the loops only while holding the kmc-system/kmc-apiserver Lease",
+    )
+    p.add_argument(
+        "--cert-check-interval",
+        type=float,
+        default=60.0,
+        help="seconds between checks that the serving certificate is current (renewed, reloaded)",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p

@@ -328,6 +328,7 @@ def _kmc_command(state: State) -> list[str]:
         f"--grace-period={GRACE}",
         f"--cooldown={GRACE}",
         f"--capacity-hold={CAPACITY_HOLD}",
+        "--cert-check-interval=2",
     ]
 
 

@@ -4,9 +4,18 @@ and secrets that never leak into what kmc-apiserver answers, records or logs."""
 from __future__ import annotations
 
 import base64
+import datetime
 import json
+import socket
+import ssl
+import tempfile
+import time
 import uuid
+from pathlib import Path
 
+from cryptography import x509
+
+from apiserver import certs
 from kmc_testbed import bed
 
 from .conftest import Kubectl
@@ -148,3 +157,48 @@ def test_secret_data_and_child_credentials_never_leak(
     assert key not in seen
     secrets = hub.run("get", "secrets.remote.kmc.dev", "-n", namespace, check=False)
     assert secrets.returncode == 1 and "the server doesn't have a resource type" in secrets.stderr
+
+
+def served_certificate(port: int, ca: Path) -> x509.Certificate:
+    context = ssl.create_default_context(cafile=str(ca))
+    with (
+        socket.create_connection(("localhost", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der)
+
+
+def test_an_expiring_serving_certificate_is_renewed_without_a_restart(
+    installed: bed.State, kubectl: dict[str, Kubectl]
+) -> None:
+    assert installed.kmc_port is not None
+    folder = bed.kmc_folder() / "certs"
+    ca = certs.Pair(folder / "ca.crt", folder / "ca.key")
+    before = served_certificate(installed.kmc_port, ca.cert)
+    pid = installed.pids[bed.KMC]
+    # As if a year had passed: the pair on disk expires tomorrow.
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:  # same filesystem: atomic
+        hosts = ("localhost", "127.0.0.1", "kmc-apiserver.kmc-system.svc")
+        short = certs.ensure_cert(
+            Path(tmp),
+            "apiserver",
+            ca,
+            "kmc-apiserver",
+            hosts=hosts,
+            validity=datetime.timedelta(days=1),
+        )
+        short.key.replace(folder / "apiserver.key")
+        short.cert.replace(folder / "apiserver.crt")
+    deadline = time.monotonic() + 30
+    while True:
+        served = served_certificate(installed.kmc_port, ca.cert)
+        left = served.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
+        if served.serial_number != before.serial_number and left > datetime.timedelta(days=300):
+            break
+        assert time.monotonic() < deadline, f"still serving one valid for {left}"
+        time.sleep(1)
+    state = bed.load()
+    assert state is not None and state.pids[bed.KMC] == pid  # renewed in place
+    kubectl["hub"].run("get", "pods.remote.kmc.dev", "-n", "default")  # the hub still trusts it

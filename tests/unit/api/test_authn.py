@@ -484,7 +484,7 @@ def pair_data(pki: Pki) -> dict[str, str]:
 async def served(pki: Pki) -> AsyncIterator[Served]:
     serving_ca = certs.ensure_ca(pki.folder, "serving-ca", "kmc-apiserver-ca")
     serving = certs.ensure_cert(pki.folder, "serving", serving_ca, "kmc", hosts=("127.0.0.1",))
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)  # as main.serving_context
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)  # as serving.context
     context.load_cert_chain(serving.cert, serving.key)
     config = FrontProxyConfig.from_configmap(pair_data(pki))
     configure_client_auth(context, config)
