@@ -1,0 +1,211 @@
+"""Load: 2,000 workloads over 5 locations, then 20 clients listing and watching both
+groups through the hub for 60 s.
+
+Two locations are added to the test bed for the run (and removed after). The workloads are
+Deployments of 1 replica, split by the default strategy, so each location runs about 400
+pods. Half of the clients list (`pods.remote.kmc.dev` and `deployments.mc.kmc.dev` in the
+workloads' namespace, in turn), half keep watches open on the same and count events. Reported:
+errors, list latency p50/p99, requests/s, events seen, and kmc-apiserver's peak RSS.
+
+Run: `PYTHONPATH=hack .venv/bin/python -m bench.load [--workloads 2000] [--seconds 60]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from typing import Any
+
+import aiohttp
+
+from apiserver.kube.client import ApiError, Kube
+from bench import remote
+from bench.report import emit
+from kmc_testbed import bed
+
+NAMESPACE = "bench-load"
+ADDED = {k: v for k, v in remote.EXTRA.items() if k in ("ap-south", "sa-east")}
+NODES_PER_CHILD = 2  # beside the three each child has: room for about 550 pods
+
+
+def nodes(create: bool) -> None:
+    state = bed.load()
+    assert state is not None
+    for cluster in state.clusters:
+        if cluster.role == bed.HUB:
+            continue
+        client = bed.admin_client(cluster)
+        for i in range(NODES_PER_CHILD):
+            name = f"{cluster.name}-load-node-{i}"
+            if not create:
+                client.request("DELETE", f"/api/v1/nodes/{name}")
+                continue
+            node = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": {"kwok.x-k8s.io/node": "fake"},
+                    "labels": {"type": "kwok", "kubernetes.io/hostname": name},
+                },
+                "status": {"capacity": bed.NODE_CAPACITY, "allocatable": bed.NODE_CAPACITY},
+            }
+            client.request("POST", "/api/v1/nodes", node)
+
+
+def deployment(i: int) -> dict[str, Any]:
+    labels = {"app": f"w{i}"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": f"w{i}"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "registry.example/load:1"}]},
+            },
+        },
+    }
+
+
+async def populate(hub: Kube, count: int) -> float:
+    await hub.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+    gate = asyncio.Semaphore(16)
+    started = time.monotonic()
+
+    async def create(i: int) -> None:
+        async with gate:
+            await hub.create(path, deployment(i))
+
+    await asyncio.gather(*(create(i) for i in range(count)))
+    while True:
+        items = (await hub.get(path))["items"]
+        done = sum(1 for d in items if (d.get("status") or {}).get("availableReplicas") == 1)
+        if done == count:
+            return time.monotonic() - started
+        if time.monotonic() - started > 1800:
+            raise TimeoutError(f"{done}/{count} available after 30 min")
+        await asyncio.sleep(5)
+
+
+async def clients(hub: Kube, count: int, seconds: float) -> list[dict[str, Any]]:
+    lists = (
+        f"/apis/remote.kmc.dev/v1alpha1/namespaces/{NAMESPACE}/pods",
+        f"/apis/mc.kmc.dev/v1alpha1/namespaces/{NAMESPACE}/deployments",
+    )
+    times: list[float] = []
+    errors: list[str] = []
+    events = 0
+    peak = remote.rss_kb()
+    stop = time.monotonic() + seconds
+
+    async def lister(index: int) -> None:
+        turn = index
+        while time.monotonic() < stop:
+            try:
+                times.append(await remote.timed(hub, lists[turn % 2]))
+            except ApiError as err:
+                errors.append(str(err))
+            turn += 1
+
+    async def watcher(index: int) -> None:
+        nonlocal events
+        path = lists[index % 2]
+        try:
+            listing = await hub.get(path, limit="1")
+            version = listing["metadata"]["resourceVersion"]
+            async with asyncio.timeout(max(0.0, stop - time.monotonic())):
+                async for _ in hub.watch(path, version, timeout_seconds=int(seconds) + 5):
+                    events += 1
+        except TimeoutError:
+            pass
+        except ApiError as err:
+            errors.append(f"watch {path}: {err}")
+
+    async def churn() -> None:
+        """Something to watch: scale workloads up and down while the clients run."""
+        n = 0
+        while time.monotonic() < stop:
+            path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/w{n % 100}"
+            await hub.merge_patch(path, {"spec": {"replicas": 1 + (n // 100) % 2}})
+            n += 1
+            await asyncio.sleep(0.2)
+
+    async def sample() -> None:
+        nonlocal peak
+        while time.monotonic() < stop:
+            peak = max(peak, remote.rss_kb())
+            await asyncio.sleep(0.5)
+
+    started = time.monotonic()
+    half = count // 2
+    await asyncio.gather(
+        sample(),
+        churn(),
+        *(lister(i) for i in range(half)),
+        *(watcher(i) for i in range(count - half)),
+    )
+    elapsed = time.monotonic() - started
+    ordered = sorted(times)
+    return [
+        {"benchmark": "load", "figure": "errors", "value": len(errors), "first": errors[:3]},
+        {"benchmark": "load", "figure": "lists_per_s", "value": round(len(times) / elapsed, 1)},
+        {
+            "benchmark": "load",
+            "figure": "list_p50_ms",
+            "value": round(statistics.median(ordered) * 1000, 1),
+            "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1000, 1),
+        },
+        {"benchmark": "load", "figure": "watch_events", "value": events},
+        {"benchmark": "load", "figure": "kmc_peak_rss_mb", "value": round(peak / 1024, 1)},
+    ]
+
+
+async def run(workloads: int, count: int, seconds: float) -> list[dict[str, Any]]:
+    async with aiohttp.ClientSession() as session:
+        hub = await remote.client(session, "hub")
+        try:
+            took = await populate(hub, workloads)
+            rows = [
+                {
+                    "benchmark": "load",
+                    "figure": f"populate_{workloads}_s",
+                    "value": round(took, 1),
+                    "locations": len(remote.children()),
+                }
+            ]
+            return rows + await clients(hub, count, seconds)
+        finally:
+            await hub.delete(f"/api/v1/namespaces/{NAMESPACE}")
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.load")
+    parser.add_argument("--workloads", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    args = parser.parse_args(argv)
+    added = []
+    for name, labels in ADDED.items():
+        if name not in remote.children():
+            remote.testbed("add", name, "--labels", labels)
+            added.append(name)
+    remote.testbed("install")
+    nodes(create=True)
+    try:
+        rows = asyncio.run(run(args.workloads, args.clients, args.seconds))
+    finally:
+        nodes(create=False)
+        for name in added:
+            remote.testbed("remove", name)
+    emit(rows)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
