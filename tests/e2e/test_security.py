@@ -177,7 +177,9 @@ def test_an_expiring_serving_certificate_is_renewed_without_a_restart(
     folder = bed.kmc_folder() / "certs"
     ca = certs.Pair(folder / "ca.crt", folder / "ca.key")
     before = served_certificate(installed.kmc_port, ca.cert)
-    pid = installed.pids[bed.KMC]
+    now = bed.load()  # earlier tests may have restarted it since the bed was installed
+    assert now is not None
+    pid = now.pids[bed.KMC]
     # As if a year had passed: the pair on disk expires tomorrow.
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:  # same filesystem: atomic
         hosts = ("localhost", "127.0.0.1", "kmc-apiserver.kmc-system.svc")
