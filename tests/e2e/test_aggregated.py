@@ -48,13 +48,19 @@ def remote_pods(hub: Kubectl, namespace: str) -> list[dict[str, Any]]:
     return items
 
 
-def running(hub: Kubectl, namespace: str, count: int) -> list[dict[str, Any]]:
+def running(
+    hub: Kubectl, namespace: str, count: int, everywhere: bool = False
+) -> list[dict[str, Any]]:
+    """`count` running pods (in every child with `everywhere`: a child that joined moments
+    ago gets its share once its cooldown is over)."""
+
     def check() -> list[dict[str, Any]]:
         pods = remote_pods(hub, namespace)
         ok = len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods)
-        return pods if ok else []
+        where = {p["metadata"]["annotations"]["kmc.dev/location"] for p in pods}
+        return pods if ok and (not everywhere or where == set(CHILDREN)) else []
 
-    result: list[dict[str, Any]] = wait_for(f"{count} running pods", check)
+    result: list[dict[str, Any]] = wait_for(f"{count} running pods", check, 60)
     return result
 
 
@@ -81,9 +87,7 @@ def test_every_kubectl_prints_the_stitched_pod_table(
 ) -> None:
     hub = kubectl["hub"]
     hub.apply(deployment("web", 4), namespace)
-    pods = running(hub, namespace, 4)
-    where = {p["metadata"]["annotations"]["kmc.dev/location"] for p in pods}
-    assert where == set(CHILDREN)
+    running(hub, namespace, 4, everywhere=True)
     assert len(VERSIONS) >= 5, f"expected kubectl 1.28 to 1.33 beside kubectl, found {VERSIONS}"
     for binary in VERSIONS:
         out = Kubectl("hub", str(binary)).run("get", "pods.remote.kmc.dev", "-n", namespace)
@@ -221,7 +225,7 @@ def test_a_stopped_child_is_left_out_with_a_warning(
 ) -> None:
     hub = kubectl["hub"]
     hub.apply(deployment("web", 3), namespace)
-    running(hub, namespace, 3)
+    running(hub, namespace, 3, everywhere=True)
     run_testbed("stop", "us-west")
     try:
         started = time.monotonic()
