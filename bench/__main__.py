@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import converge, forged, integrity, placement, remote, sync
+from bench.objects import kwok_nodes
 from kmc_testbed import config as bedconfig
 
 RESULTS = Path(__file__).parent / "results"
@@ -92,11 +93,11 @@ def _plugin() -> list[dict[str, Any]]:
 
 
 def _converge(count: int) -> list[dict[str, Any]]:
-    converge._extra_nodes(create=True)
+    kwok_nodes(True, converge.EXTRA_NODES, "bench", converge.CHILDREN)
     try:
         return asyncio.run(converge.converge(count))
     finally:
-        converge._extra_nodes(create=False)
+        kwok_nodes(False, converge.EXTRA_NODES, "bench", converge.CHILDREN)
 
 
 def figure(rows: list[dict[str, Any]], benchmark: str, name: str, key: str = "value") -> Any:

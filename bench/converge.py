@@ -20,35 +20,14 @@ import aiohttp
 
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
+from bench.objects import deployment, kwok_nodes
 from kmc_testbed import bed
 from kmc_testbed import config as bedconfig
 
 CHILDREN = ("us-east", "us-west", "eu-west")
 EXTRA_NODES = 7
 NAMESPACE = "bench-converge"
-
-
-def _extra_nodes(create: bool) -> None:
-    state = bed.load()
-    assert state is not None
-    for child in CHILDREN:
-        client = bed.admin_client(state.cluster(child))
-        for i in range(EXTRA_NODES):
-            name = f"{child}-bench-node-{i}"
-            if not create:
-                client.request("DELETE", f"/api/v1/nodes/{name}")
-                continue
-            node = {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "annotations": {"kwok.x-k8s.io/node": "fake"},
-                    "labels": {"type": "kwok", "kubernetes.io/hostname": name},
-                },
-                "status": {"capacity": bed.NODE_CAPACITY, "allocatable": bed.NODE_CAPACITY},
-            }
-            client.request("POST", "/api/v1/nodes", node)
+REQUESTS = {"cpu": "10m", "memory": "16Mi"}
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -61,31 +40,6 @@ def _rss_mb(pid: int) -> float:
         if line.startswith("VmRSS"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def _deployment(i: int) -> dict[str, Any]:
-    labels = {"app": f"d{i}"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": f"d{i}"},
-        "spec": {
-            "replicas": 3,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "c",
-                            "image": "registry.example/app:1",
-                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
-                        }
-                    ]
-                },
-            },
-        },
-    }
 
 
 async def converge(count: int) -> list[dict[str, Any]]:
@@ -101,7 +55,7 @@ async def converge(count: int) -> list[dict[str, Any]]:
 
         async def create(i: int) -> None:
             async with gate:
-                await hub.create(path, _deployment(i))
+                await hub.create(path, deployment(f"d{i}", 3, REQUESTS))
 
         await asyncio.gather(*(create(i) for i in range(count)))
         created = time.monotonic() - started
@@ -160,11 +114,11 @@ def main(argv: list[str]) -> None:
     from bench.report import emit
 
     count = int(argv[0]) if argv else 1000
-    _extra_nodes(create=True)
+    kwok_nodes(True, EXTRA_NODES, "bench", CHILDREN)
     try:
         rows = asyncio.run(converge(count))
     finally:
-        _extra_nodes(create=False)
+        kwok_nodes(False, EXTRA_NODES, "bench", CHILDREN)
     emit(rows)
 
 

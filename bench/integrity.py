@@ -32,6 +32,7 @@ import aiohttp
 
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
+from bench.objects import deployment
 from bench.report import emit
 from kmc_testbed import bed
 from kmc_testbed import config as bedconfig
@@ -58,23 +59,6 @@ def kill_kmc() -> None:
 def start_kmc() -> None:
     testbed = str(bedconfig.REPO_ROOT / "hack" / "testbed")
     subprocess.run([testbed, "start", bed.KMC], check=True, capture_output=True)
-
-
-def deployment(name: str, replicas: int) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "registry.example/bench:1"}]},
-            },
-        },
-    }
 
 
 async def namespace(hub: Kube, kids: dict[str, Kube], prefix: str) -> str:

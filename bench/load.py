@@ -23,54 +23,12 @@ import aiohttp
 
 from apiserver.kube.client import ApiError, Kube
 from bench import remote
+from bench.objects import deployment, kwok_nodes
 from bench.report import emit
-from kmc_testbed import bed
 
 NAMESPACE = "bench-load"
 ADDED = {k: v for k, v in remote.EXTRA.items() if k in ("ap-south", "sa-east")}
 NODES_PER_CHILD = 2  # beside the three each child has: room for about 550 pods
-
-
-def nodes(create: bool) -> None:
-    state = bed.load()
-    assert state is not None
-    for cluster in state.clusters:
-        if cluster.role == bed.HUB:
-            continue
-        client = bed.admin_client(cluster)
-        for i in range(NODES_PER_CHILD):
-            name = f"{cluster.name}-load-node-{i}"
-            if not create:
-                client.request("DELETE", f"/api/v1/nodes/{name}")
-                continue
-            node = {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "annotations": {"kwok.x-k8s.io/node": "fake"},
-                    "labels": {"type": "kwok", "kubernetes.io/hostname": name},
-                },
-                "status": {"capacity": bed.NODE_CAPACITY, "allocatable": bed.NODE_CAPACITY},
-            }
-            client.request("POST", "/api/v1/nodes", node)
-
-
-def deployment(i: int) -> dict[str, Any]:
-    labels = {"app": f"w{i}"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": f"w{i}"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "registry.example/load:1"}]},
-            },
-        },
-    }
 
 
 async def populate(hub: Kube, count: int) -> float:
@@ -81,7 +39,7 @@ async def populate(hub: Kube, count: int) -> float:
 
     async def create(i: int) -> None:
         async with gate:
-            await hub.create(path, deployment(i))
+            await hub.create(path, deployment(f"w{i}", 1))
 
     await asyncio.gather(*(create(i) for i in range(count)))
     while True:
@@ -197,11 +155,11 @@ def main(argv: list[str]) -> None:
             remote.testbed("add", name, "--labels", labels)
             added.append(name)
     remote.testbed("install")
-    nodes(create=True)
+    kwok_nodes(True, NODES_PER_CHILD, "load")
     try:
         rows = asyncio.run(run(args.workloads, args.clients, args.seconds))
     finally:
-        nodes(create=False)
+        kwok_nodes(False, NODES_PER_CHILD, "load")
         for name in added:
             remote.testbed("remove", name)
     emit(rows)

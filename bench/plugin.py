@@ -24,6 +24,7 @@ import time
 import uuid
 from typing import Any
 
+from bench.objects import deployment
 from kmc_testbed import config as bedconfig
 
 VENV_BIN = bedconfig.REPO_ROOT / ".venv" / "bin"
@@ -33,23 +34,6 @@ def _kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProces
     cmd = ["kubectl", *args, "--kubeconfig", str(bedconfig.kubeconfig_path()), "--context", "hub"]
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(cmd, capture_output=True, text=True, input=stdin, env=env, check=True)
-
-
-def _deployment(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "registry.example/bench:1"}]},
-            },
-        },
-    }
 
 
 def _timed(cmd: list[str]) -> float:
@@ -64,7 +48,7 @@ def measure(deployments: int, runs: int) -> list[dict[str, Any]]:
     ns = f"bench-plugin-{uuid.uuid4().hex[:5]}"
     _kubectl("create", "namespace", ns)
     try:
-        items = [_deployment(f"web-{i}") for i in range(deployments)]
+        items = [deployment(f"web-{i}", 1) for i in range(deployments)]
         _kubectl(
             "apply",
             "-n",

@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from apiserver.api import discovery, errors, openapi, table
+from apiserver.api.registry import group_versions
 from apiserver.resources import RESOURCES
 
 
@@ -46,6 +47,11 @@ _AGGREGATED = {
 }
 _OPENAPI_V2 = _Document.of(openapi.v2(RESOURCES))
 _OPENAPI_V3 = _Document.of(openapi.v3_index(RESOURCES))
+_OPENAPI_V3_GROUPS = {
+    (group, version): _Document.of(document)
+    for group, version in group_versions(RESOURCES)
+    if (document := openapi.v3_group(RESOURCES, group, version)) is not None
+}
 
 
 def add_routes(app: web.Application) -> None:
@@ -89,10 +95,10 @@ async def openapi_v3(request: web.Request) -> web.Response:
 
 async def openapi_v3_group(request: web.Request) -> web.Response:
     info = request.match_info
-    document = openapi.v3_group(RESOURCES, info["group"], info["version"])
+    document = _OPENAPI_V3_GROUPS.get((info["group"], info["version"]))
     if document is None:
         raise errors.route_not_found()
-    return _Document.of(document).answer(request)
+    return document.answer(request)
 
 
 def _json(document: dict[str, Any]) -> web.Response:

@@ -16,6 +16,7 @@ import pytest
 
 from apiserver.kube.client import ApiError, Kube
 from bench import integrity
+from bench.objects import deployment
 from kmc_testbed import bed
 from tests.e2e.conftest import run_testbed
 
@@ -56,7 +57,7 @@ async def _with_faults(rng: random.Random, faults: list[str], objects: int) -> t
                 run_testbed("stop", component)
                 await asyncio.sleep(rng.uniform(0.5, 2.0))
                 run_testbed("start", component)
-            await _create(hub, path, integrity.deployment(f"d{i}", rng.randint(1, 4)))
+            await _create(hub, path, deployment(f"d{i}", rng.randint(1, 4)))
         deadline = time.monotonic() + 240
         while True:
             settled, lost, duplicated = await integrity.count(hub, kids, ns)

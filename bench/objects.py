@@ -1,0 +1,56 @@
+"""What the benchmarks create on the test bed: Deployments, and extra kwok nodes for room.
+
+One builder each, so every benchmark measures the same kind of object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kmc_testbed import bed
+
+
+def deployment(name: str, replicas: int, requests: dict[str, str] | None = None) -> dict[str, Any]:
+    """A Deployment of fake pods (kwok runs them); `requests` as a container's."""
+    labels = {"app": name}
+    container: dict[str, Any] = {"name": "c", "image": "registry.example/bench:1"}
+    if requests:
+        container["resources"] = {"requests": requests}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+
+
+def kwok_nodes(create: bool, per_child: int, tag: str, children: Iterable[str] = ()) -> None:
+    """Add (or delete) `per_child` fake nodes in each child (every child when none named)."""
+    state = bed.load()
+    assert state is not None, "the test bed is not up"
+    names = set(children) or {c.name for c in state.clusters if c.role != bed.HUB}
+    for cluster in state.clusters:
+        if cluster.name not in names:
+            continue
+        client = bed.admin_client(cluster)
+        for i in range(per_child):
+            name = f"{cluster.name}-{tag}-node-{i}"
+            if not create:
+                client.request("DELETE", f"/api/v1/nodes/{name}")
+                continue
+            node = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": {"kwok.x-k8s.io/node": "fake"},
+                    "labels": {"type": "kwok", "kubernetes.io/hostname": name},
+                },
+                "status": {"capacity": bed.NODE_CAPACITY, "allocatable": bed.NODE_CAPACITY},
+            }
+            client.request("POST", "/api/v1/nodes", node)
