@@ -37,6 +37,7 @@ from apiserver.keys import (
     LOOPS,
     OPTIONS,
     PLACEMENT,
+    REMOTE_READS,
     SYNC,
 )
 from apiserver.kube import config as kubeconfig
@@ -59,6 +60,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     front-proxy CA is added to it as the hub publishes it, so its client certificates verify."""
     app = web.Application(middlewares=[status_errors, guard])
     app[OPTIONS] = options
+    app[REMOTE_READS] = asyncio.Semaphore(options.remote_concurrency)
     app.cleanup_ctx.append(_clients)
     app.cleanup_ctx.append(_guards(serving))
     app.cleanup_ctx.append(_loops)
@@ -78,7 +80,11 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
         creds = await kubeconfig.from_file(options.kubeconfig, options.context)
     else:
         creds = await asyncio.to_thread(kubeconfig.in_cluster)
-    async with aiohttp.ClientSession() as session:
+    # No cap on connections: every watch holds one for minutes (informers, and the children's
+    # watches behind each remote.kmc.dev watch), and aiohttp's default of 100 in all would
+    # make lists queue behind them.
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
         app[HUB] = Kube(session, creds, "hub")
         app[FLEET] = Fleet(app[HUB], session)
         yield

@@ -29,3 +29,5 @@ SYNC = web.AppKey("sync", SyncLoop)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 AUTHORIZER = web.AppKey("authorizer", Authorizer)
 FRONT_PROXY = web.AppKey("front_proxy", FrontProxyWatch)
+# remote.kmc.dev reads being stitched; see --remote-concurrency.
+REMOTE_READS = web.AppKey("remote_reads", asyncio.Semaphore)

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 from apiserver.kube.client import ApiError, Obj
@@ -196,7 +197,7 @@ def status_response(body: Obj) -> web.Response:
     if isinstance(retry, int) and retry > 0:
         headers["Retry-After"] = str(retry)
     return web.Response(
-        body=json.dumps(body).encode(),
+        body=msgspec.json.encode(body),
         status=http_code,
         content_type="application/json",
         headers=headers,

@@ -17,9 +17,9 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from apiserver.api import errors
 from apiserver.kube.client import Obj
@@ -28,6 +28,7 @@ LOCATION_ANNOTATION = "kmc.dev/location"
 TOKEN_VERSION = 1
 
 Key = tuple[str, str, str]
+T = TypeVar("T")
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
@@ -81,21 +82,26 @@ def _invalid_continue(why: str) -> errors.StatusError:
 
 
 def page(
-    items: Sequence[Obj], limit: int | None, continue_token: str | None, resource_version: str
-) -> tuple[list[Obj], str, int | None]:
+    items: Sequence[T],
+    limit: int | None,
+    continue_token: str | None,
+    resource_version: str,
+    key: Callable[[T], Key] = sort_key,  # type: ignore[assignment]
+) -> tuple[list[T], str, int | None]:
     """One page: (items, the next `continue` token or "", remainingItemCount or None).
 
-    Items are sorted here; a token resumes at the first item after the last one served, and
-    carries the first page's resourceVersion along. `limit` None or <= 0: everything."""
-    ordered = sorted(items, key=sort_key)
+    Items are sorted here by `key` (objects: their `sort_key`); a token resumes at the first
+    item after the last one served, and carries the first page's resourceVersion along.
+    `limit` None or <= 0: everything."""
+    ordered = sorted(items, key=key)
     if continue_token:
         token = decode_continue(continue_token)
         resource_version = token.resource_version
-        ordered = [item for item in ordered if sort_key(item) >= token.start]
+        ordered = [item for item in ordered if key(item) >= token.start]
     if not limit or limit <= 0 or len(ordered) <= limit:
         return ordered, "", None
     served, rest = ordered[:limit], ordered[limit:]
-    namespace, name, location = sort_key(served[-1])
+    namespace, name, location = key(served[-1])
     # The smallest key greater than the last one served: anything created after it shows up.
     after = (namespace, name, location + "\x00")
     return served, encode_continue(Continue(resource_version, after)), len(rest)

@@ -7,10 +7,10 @@ written one way for both API groups.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 from aiohttp import web
 from multidict import CIMultiDict
 
@@ -20,9 +20,11 @@ from apiserver.api.table import Column, Wanted
 Obj = dict[str, Any]
 
 
-def json_response(obj: Obj, headers: CIMultiDict[str] | None = None) -> web.Response:
+def json_response(
+    obj: Obj | msgspec.Struct, headers: CIMultiDict[str] | None = None
+) -> web.Response:
     return web.Response(
-        body=json.dumps(obj, separators=(",", ":")).encode(),
+        body=msgspec.json.encode(obj),
         content_type="application/json",
         headers=headers,
     )
@@ -83,8 +85,7 @@ class WatchStream:
         return cls(response)
 
     async def send(self, event_type: str, obj: Obj) -> None:
-        line = json.dumps({"type": event_type, "object": obj}, separators=(",", ":"))
-        await self.response.write(line.encode() + b"\n")
+        await self.response.write(msgspec.json.encode({"type": event_type, "object": obj}) + b"\n")
 
     def table_event(self, tbl: Obj) -> Obj:
         """The Table for one event: the first keeps its column definitions, later ones drop

@@ -7,13 +7,13 @@ the server's own `Status`, so errors travel end to end unchanged.
 
 from __future__ import annotations
 
-import json
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 import aiohttp
+import msgspec
 from multidict import CIMultiDict
 
 Obj = dict[str, Any]
@@ -91,9 +91,18 @@ class Kube:
         content_type: str = "application/json",
         timeout: float = DEFAULT_TIMEOUT,
         headers: Mapping[str, str] | None = None,
+        idle_timeout: float | None = None,
+        decode: Callable[[bytes], Any] | None = None,
     ) -> Any:
-        """One request; the decoded JSON answer (`{}` for a non-JSON 2xx), or ApiError."""
-        data = None if body is None else json.dumps(body).encode()
+        """One request; the decoded JSON answer (`{}` for a non-JSON 2xx), or ApiError.
+
+        `decode` reads a 2xx body instead of the generic JSON decoder (for big answers whose
+        shape we know, see `remote.stitch`); an answer it rejects is an ApiError (502).
+
+        `timeout` bounds the whole exchange; `idle_timeout`, if given, bounds connecting and
+        every wait for the next piece of the answer (its headers included), so a server that
+        is answering a big list is not cut off while one that says nothing is."""
+        data = None if body is None else msgspec.json.encode(body)
         extra: CIMultiDict[str] = CIMultiDict(headers or {})
         if data is not None:
             extra["Content-Type"] = content_type
@@ -106,10 +115,11 @@ class Kube:
                 data=data,
                 headers=all_headers,
                 ssl=self.creds.ssl,
-                timeout=aiohttp.ClientTimeout(total=timeout),
+                timeout=aiohttp.ClientTimeout(
+                    total=timeout, sock_connect=idle_timeout, sock_read=idle_timeout
+                ),
             ) as resp:
-                text = await resp.text()
-                return _decode(resp.status, text, method, path)
+                return _decode(resp.status, await resp.read(), method, path, decode)
         except (aiohttp.ClientError, TimeoutError) as err:
             raise _transport_error(self, err) from err
 
@@ -131,7 +141,7 @@ class Kube:
             ) as resp:
                 if resp.status == 304 and cached:
                     return cached[1]
-                body = _decode(resp.status, await resp.text(), "GET", path)
+                body = _decode(resp.status, await resp.read(), "GET", path)
                 if etag := resp.headers.get("ETag"):
                     self._etags[(path, accept)] = (etag, body)
                 return body
@@ -188,11 +198,11 @@ class Kube:
                 ),
             ) as resp:
                 if resp.status != 200:
-                    _decode(resp.status, await resp.text(), "WATCH", path)
+                    _decode(resp.status, await resp.read(), "WATCH", path)
                 async for line in resp.content:
                     if not line.strip():
                         continue
-                    event = cast(Obj, json.loads(line))
+                    event = cast(Obj, msgspec.json.decode(line))
                     if event.get("type") == "ERROR":
                         raise ApiError(event.get("object", {}))
                     yield event
@@ -200,16 +210,29 @@ class Kube:
             raise _transport_error(self, err) from err
 
 
-def _decode(status: int, text: str, method: str, path: str) -> Any:
+def _decode(
+    status: int,
+    raw: bytes,
+    method: str,
+    path: str,
+    decode: Callable[[bytes], Any] | None = None,
+) -> Any:
+    if decode is not None and 200 <= status < 300:
+        try:
+            return decode(raw)
+        except msgspec.DecodeError as err:
+            message = f"{method} {path}: unexpected answer: {err}"
+            raise ApiError.of(502, "BadGateway", message) from err
     try:
-        payload = json.loads(text) if text else {}
-    except json.JSONDecodeError:
+        payload = msgspec.json.decode(raw) if raw else {}
+    except msgspec.DecodeError:
         payload = None
     if 200 <= status < 300:
         return payload if payload is not None else {}
     if isinstance(payload, dict) and payload.get("kind") == "Status":
         raise ApiError(payload)
     # Health endpoints list every check; the failing ones ("[-]…") are what matters.
+    text = raw.decode(errors="replace")
     failing = [line[3:] for line in text.splitlines() if line.startswith("[-]")]
     detail = "; ".join(failing) if failing else text.strip()[:300]
     raise ApiError.of(status, _reason_of(status), f"{method} {path}: {detail}")

@@ -168,6 +168,7 @@ class PlacementLoop:
         self.pending = pending
         # workload key -> location -> (share it is held to, until when): found short of room.
         self._held: dict[str, dict[str, tuple[int, float]]] = {}
+        self._models: dict[str, tuple[str, Location]] = {}  # name -> (version, validated)
         self.schemas = SchemaCache(fleet)
         self.queue = WorkQueue()
         self.kinds = {**WORKLOADS, **DEPENDENCIES, **NAMESPACE_FOLLOWERS}
@@ -331,7 +332,9 @@ class PlacementLoop:
             await self._condition(info, obj, "False", "InvalidStrategy", str(err), warn=True)
             return
         now = time.time()
-        candidates = [await self._candidate(loc, obj) for loc in self.locations.items()]
+        candidates = [
+            await self._candidate(loc, obj) for loc in list(self.locations.cache.values())
+        ]
         current = read_placement(obj)
         held = {n: share for n, (share, until) in self._held.get(key, {}).items() if until > now}
         missing = self._missing(obj, candidates, now) if kind in WORKLOADS else {}
@@ -398,7 +401,9 @@ class PlacementLoop:
             strategy, source = self._strategy(info, obj, ns)
         except StrategyError as err:
             return Explanation(None, "", (), str(err), ())
-        candidates = [await self._candidate(loc, obj) for loc in self.locations.items()]
+        candidates = [
+            await self._candidate(loc, obj) for loc in list(self.locations.cache.values())
+        ]
         decision = engine.decide(
             obj,
             strategy,
@@ -412,8 +417,18 @@ class PlacementLoop:
         unknown = tuple(sorted(named - {c.name for c in candidates}))
         return Explanation(strategy, source, decision.verdicts, None, unknown)
 
+    def _model(self, raw: Obj) -> Location:
+        """The Location as our model, validated once per resourceVersion (every decision
+        reads every Location)."""
+        meta = raw["metadata"]
+        version = str(meta.get("resourceVersion", ""))
+        known = self._models.get(meta["name"])
+        if known is None or known[0] != version:
+            known = self._models[meta["name"]] = (version, Location.model_validate(raw))
+        return known[1]
+
     async def _candidate(self, raw: Obj, obj: Obj) -> engine.Candidate:
-        location = Location.model_validate(raw)
+        location = self._model(raw)
         status = location.status
         ready = status.condition("Ready")
         schemas: dict[str, engine.FieldChecker] = {}

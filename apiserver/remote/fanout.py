@@ -9,6 +9,7 @@ could see there by asking it directly.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -16,11 +17,14 @@ from typing import Any
 from multidict import CIMultiDict
 
 from apiserver.api.authn import UserInfo
-from apiserver.kube.client import ApiError, Kube
+from apiserver.kube.client import ApiError, Kube, Unreachable
 from apiserver.kube.informer import Informer
 from apiserver.locations.fleet import Fleet
 
 Obj = dict[str, Any]
+
+# What an HTTP header value may not hold (RFC 9110 field-value: tab is allowed).
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -68,17 +72,23 @@ def targets(
 
 async def fan_out(
     clients: dict[str, Kube],
-    call: Callable[[Kube], Awaitable[Any]],
+    call: Callable[[Kube, float], Awaitable[Any]],
     timeout: float,
 ) -> list[Answer]:
-    """`call` on every client concurrently; an error or timeout is that location's answer."""
+    """`call(kube, timeout)` on every client concurrently; an error is that location's answer.
+
+    `timeout` is how long a location may say nothing: to connect, to start answering and
+    between two pieces of its answer (the call hands it to `Kube.request` as `idle_timeout`).
+    A big answer that keeps coming is read to its end, at whatever pace this process reads."""
 
     async def one(name: str, kube: Kube) -> Answer:
         try:
-            async with asyncio.timeout(timeout):
-                return Answer(name, await call(kube))
-        except TimeoutError:
-            return Answer(name, error=ApiError.of(504, "Timeout", f"no answer within {timeout:g}s"))
+            return Answer(name, await call(kube, timeout))
+        except Unreachable as err:
+            if isinstance(err.__cause__, TimeoutError):
+                silent = ApiError.of(504, "Timeout", f"no answer for {timeout:g}s")
+                return Answer(name, error=silent)
+            return Answer(name, error=err)
         except ApiError as err:
             return Answer(name, error=err)
 
@@ -86,10 +96,14 @@ async def fan_out(
 
 
 def warning_headers(warnings: Iterable[str]) -> CIMultiDict[str]:
-    """RFC 7234 warnings as kube-apiserver sends them; kubectl prints each as "Warning: …"."""
+    """RFC 7234 warnings as kube-apiserver sends them; kubectl prints each as "Warning: …".
+
+    A child's message may quote what the caller sent, newlines included, and a header cannot
+    hold control characters (aiohttp drops the connection rather than write one): each becomes
+    a space, as Go's net/http writes a newline in a header value."""
     headers: CIMultiDict[str] = CIMultiDict()
     for text in warnings:
-        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        escaped = _CONTROL.sub(" ", text).replace("\\", "\\\\").replace('"', '\\"')
         headers.add("Warning", f'299 - "{escaped}"')
     return headers
 

@@ -17,11 +17,12 @@ import asyncio
 import contextlib
 import datetime
 import hashlib
-import json
 import logging
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube, Obj
@@ -96,6 +97,11 @@ class ChildWatch:
     def get(self, kind: str, key: str) -> Obj | None:
         informer = self.informers.get(kind)
         return informer.get(key) if informer else None
+
+    def peek(self, kind: str, key: str) -> Obj | None:
+        """`get` without the copy: for reading only."""
+        informer = self.informers.get(kind)
+        return informer.peek(key) if informer else None
 
     def namespace_has_workloads(self, namespace: str) -> bool:
         return any(
@@ -252,7 +258,7 @@ class SyncLoop:
         return {
             loc: child
             for loc, watch in self.children.items()
-            if (child := watch.get(kind_key, cache_key)) is not None
+            if (child := watch.peek(kind_key, cache_key)) is not None
             and (child["metadata"].get("labels") or {}).get(ORIGIN_LABEL) == uid
         }
 
@@ -366,7 +372,7 @@ class SyncLoop:
     def _stale(self) -> dict[str, str]:
         """Locations whose numbers are last known ones: not Ready, or not connected yet."""
         stale = {}
-        for location in self.locations.items():
+        for location in self.locations.cache.values():
             name = location["metadata"]["name"]
             conditions = (location.get("status") or {}).get("conditions") or []
             ready = next((c for c in conditions if c["type"] == "Ready"), None)
@@ -391,7 +397,7 @@ class SyncLoop:
         watch.ensure(info)
         meta = hub["metadata"]
         desired = child_object(hub, info.api_version, info.kind, location, shares)
-        digest = hashlib.sha256(json.dumps(desired, sort_keys=True).encode()).hexdigest()
+        digest = hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
         current = watch.get(info.key, key.split("|", 1)[1])
         if current is not None and self._written.get((key, location)) == (
             digest,
