@@ -30,6 +30,7 @@ from apiserver.api.guard import guard
 from apiserver.keys import (
     AUTHENTICATOR,
     AUTHORIZER,
+    BIG_READS,
     FLEET,
     FRONT_PROXY,
     HUB,
@@ -37,7 +38,6 @@ from apiserver.keys import (
     LOOPS,
     OPTIONS,
     PLACEMENT,
-    REMOTE_READS,
     SYNC,
 )
 from apiserver.kube import config as kubeconfig
@@ -60,7 +60,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     front-proxy CA is added to it as the hub publishes it, so its client certificates verify."""
     app = web.Application(middlewares=[status_errors, guard])
     app[OPTIONS] = options
-    app[REMOTE_READS] = asyncio.Semaphore(options.remote_concurrency)
+    app[BIG_READS] = asyncio.Semaphore(options.read_concurrency)
     app.cleanup_ctx.append(_clients)
     app.cleanup_ctx.append(_guards(serving))
     app.cleanup_ctx.append(_loops)

@@ -29,5 +29,5 @@ SYNC = web.AppKey("sync", SyncLoop)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 AUTHORIZER = web.AppKey("authorizer", Authorizer)
 FRONT_PROXY = web.AppKey("front_proxy", FrontProxyWatch)
-# remote.kmc.dev reads being stitched; see --remote-concurrency.
-REMOTE_READS = web.AppKey("remote_reads", asyncio.Semaphore)
+# Lists of either group (and remote.kmc.dev gets) being served; see --read-concurrency.
+BIG_READS = web.AppKey("big_reads", asyncio.Semaphore)

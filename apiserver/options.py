@@ -32,7 +32,7 @@ class Options:
     cooldown: float
     capacity_hold: float
     remote_timeout: float
-    remote_concurrency: int
+    read_concurrency: int
     leader_elect: bool
     cert_check_interval: float
     log_level: str
@@ -95,15 +95,15 @@ def parser() -> argparse.ArgumentParser:
         "--remote-timeout",
         type=float,
         default=3.0,
-        help="seconds a location may stay silent in a remote.kmc.dev read (connecting, "
-        "before its answer starts, or within it) before it is left out",
+        help="seconds a location has to start answering a remote.kmc.dev read once another "
+        "location has answered, before it is left out (4 times that while none has)",
     )
     p.add_argument(
-        "--remote-concurrency",
+        "--read-concurrency",
         type=int,
         default=4,
-        help="remote.kmc.dev reads stitched at once; more wait their turn, so a burst of big "
-        "lists cannot starve discovery, health checks and the loops",
+        help="lists (both groups) and remote.kmc.dev gets served at once; more wait their "
+        "turn, so a burst of big lists cannot starve discovery, health checks and the loops",
     )
     p.add_argument(
         "--leader-elect",
@@ -144,7 +144,7 @@ def validate(options: Options) -> None:
         raise OptionsError(
             "--probe-interval, --probe-timeout and --remote-timeout must be positive"
         )
-    if options.remote_concurrency < 1:
-        raise OptionsError("--remote-concurrency must be at least 1")
+    if options.read_concurrency < 1:
+        raise OptionsError("--read-concurrency must be at least 1")
     if options.grace_period < 0 or options.cooldown < 0 or options.capacity_hold < 0:
         raise OptionsError("--grace-period, --cooldown and --capacity-hold cannot be negative")

@@ -7,6 +7,7 @@ force and the state of every location. Nothing is cached here beyond what the lo
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,7 @@ from aiohttp import web
 from apiserver.api import errors, table
 from apiserver.api.guard import info_of
 from apiserver.api.respond import WatchStream, json_response, object_list, table_of
-from apiserver.keys import HUB, PLACEMENT, SYNC
+from apiserver.keys import BIG_READS, HUB, PLACEMENT, SYNC
 from apiserver.kube.client import ApiError, Kube
 from apiserver.placement.loop import STRATEGY, WORKLOADS, Kind, PlacementLoop, read_placement
 from apiserver.subresources import locations as locations_sub
@@ -31,6 +32,7 @@ PREFIX = f"/apis/{API_VERSION}"
 # Query parameters a list or watch passes on to the hub unchanged.
 _PASSED = ("labelSelector", "fieldSelector", "limit", "continue", "resourceVersion")
 _MAX_WATCH = 1800
+_YIELD_EVERY = 200  # views built between two turns of the event loop
 
 
 def add_routes(app: web.Application) -> None:
@@ -68,12 +70,21 @@ async def collection(request: web.Request) -> web.StreamResponse:
     namespace = request.match_info.get("namespace")
     if info_of(request).verb == "watch":
         return await _watch(request, kind, namespace)
+    async with request.app[BIG_READS]:
+        return await _list(request, kind, namespace)
+
+
+async def _list(request: web.Request, kind: Kind, namespace: str | None) -> web.Response:
     wanted = table.negotiate(request.headers.get("Accept"))
     params = {k: v for k in _PASSED if (v := request.query.get(k))}
     hub: Kube = request.app[HUB]
     listing = await hub.get(_collection_path(kind, namespace), **params)
     meta = listing.get("metadata") or {}
-    views = [_view(request, kind, item) for item in listing.get("items") or []]
+    views = []
+    for i, item in enumerate(listing.get("items") or []):
+        if i and i % _YIELD_EVERY == 0:
+            await asyncio.sleep(0)  # thousands of views: let health checks and others in
+        views.append(_view(request, kind, item))
     rv, cont, left = (
         meta.get("resourceVersion", ""),
         meta.get("continue", ""),
@@ -209,12 +220,11 @@ async def _write_strategy(request: web.Request, kind: Kind, hub: Obj) -> Obj:
     placement: PlacementLoop = request.app[PLACEMENT]
     try:
         body = json.loads(await request.read() or b"null")
-    except json.JSONDecodeError as err:
+    except ValueError as err:  # not JSON, or not UTF-8
         raise errors.bad_request(f"the body is not JSON: {err}") from None
     current = strategy_sub.strategy_object(hub, await placement.explain(kind.key, hub))
-    wanted_version = (
-        (body.get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
-    )
+    given = body.get("metadata") if isinstance(body, dict) else None
+    wanted_version = given.get("resourceVersion") if isinstance(given, dict) else None
     meta = hub["metadata"]
     if wanted_version and wanted_version != meta["resourceVersion"]:
         raise errors.conflict(

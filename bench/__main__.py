@@ -36,6 +36,7 @@ GOALS = {
     "lost_objects": ("==", 0),
     "duplicate_objects": ("==", 0),
     "forged_accepted": ("==", 0),
+    "load_errors": ("==", 0),
 }
 
 
@@ -43,7 +44,7 @@ def testbed(*args: str) -> None:
     subprocess.run([str(bedconfig.REPO_ROOT / "hack" / "testbed"), *args], check=True)
 
 
-def run_all(quick: bool) -> list[dict[str, Any]]:
+def run_all(quick: bool, with_load: bool = False) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
 
     def step(name: str, produce: Any) -> None:
@@ -69,6 +70,10 @@ def run_all(quick: bool) -> list[dict[str, Any]]:
     )
     count = 300 if quick else 1000
     step(f"converge {count}", lambda: _converge(count))
+    if with_load:
+        from bench import load
+
+        step("load: 2,000 workloads, 20 clients", load.measure)
     return rows
 
 
@@ -128,6 +133,10 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         "lost_objects": figure(rows, "integrity", "lost_objects"),
         "duplicate_objects": figure(rows, "integrity", "duplicate_objects"),
         "forged_accepted": figure(rows, "security", "forged_accepted"),
+        "load_errors": figure(rows, "load", "errors"),
+        "load_list_p50_ms": figure(rows, "load", "list_p50_ms"),
+        "load_list_p99_ms": figure(rows, "load", "list_p50_ms", "p99_ms"),
+        "load_kmc_peak_rss_mb": figure(rows, "load", "kmc_peak_rss_mb"),
     }
 
 
@@ -235,10 +244,15 @@ def plots(rows: list[dict[str, Any]], folder: Path) -> None:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="smaller counts, no 6-location run")
+    parser.add_argument(
+        "--load",
+        action="store_true",
+        help="also the load benchmark: 2,000 workloads, 20 clients (about 12 more minutes)",
+    )
     args = parser.parse_args(argv)
     testbed("up")
     testbed("install")
-    rows = run_all(args.quick)
+    rows = run_all(args.quick, args.load)
     report = {**environment(), "quick": args.quick, "summary": summary(rows, args.quick)}
     report["rows"] = [{k: v for k, v in r.items() if not k.endswith("samples")} for r in rows]
     RESULTS.mkdir(exist_ok=True)

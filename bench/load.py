@@ -161,12 +161,8 @@ async def run(workloads: int, count: int, seconds: float) -> list[dict[str, Any]
             await hub.delete(f"/api/v1/namespaces/{NAMESPACE}")
 
 
-def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.load")
-    parser.add_argument("--workloads", type=int, default=2000)
-    parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    args = parser.parse_args(argv)
+def measure(workloads: int = 2000, count: int = 20, seconds: float = 60.0) -> list[dict[str, Any]]:
+    """The whole benchmark: locations and nodes added for it, and taken away after."""
     added = []
     for name, labels in ADDED.items():
         if name not in remote.children():
@@ -175,12 +171,20 @@ def main(argv: list[str]) -> None:
     remote.testbed("install")
     kwok_nodes(True, NODES_PER_CHILD, "load")
     try:
-        rows = asyncio.run(run(args.workloads, args.clients, args.seconds))
+        return asyncio.run(run(workloads, count, seconds))
     finally:
         kwok_nodes(False, NODES_PER_CHILD, "load")
         for name in added:
             remote.testbed("remove", name)
-    emit(rows)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.load")
+    parser.add_argument("--workloads", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    args = parser.parse_args(argv)
+    emit(measure(args.workloads, args.clients, args.seconds))
 
 
 if __name__ == "__main__":

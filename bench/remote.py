@@ -162,19 +162,19 @@ async def load(hub: Kube, namespace: str, clients: int, seconds: float) -> list[
     ordered = sorted(times)
     return [
         {
-            "benchmark": f"load-{clients}-clients",
+            "benchmark": f"lists-{clients}-clients",
             "figure": "requests_per_s",
             "value": round(len(times) / elapsed, 1),
             "errors": errors,
         },
         {
-            "benchmark": f"load-{clients}-clients",
+            "benchmark": f"lists-{clients}-clients",
             "figure": "latency_p50_ms",
             "value": round(statistics.median(ordered) * 1000, 1),
             "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1000, 1),
         },
         {
-            "benchmark": f"load-{clients}-clients",
+            "benchmark": f"lists-{clients}-clients",
             "figure": "kmc_peak_rss_mb",
             "value": round(peak / 1024, 1),
         },

@@ -47,6 +47,7 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     decision = await request.app[AUTHORIZER].authorize(user, attrs)
     if not decision.allowed:
         return status_response(denial_status(decision, user, attrs))
+    requestinfo.check(info, request.match_info, request.query)
     request[_USER] = user
     request[_INFO] = info
     return await handler(request)

@@ -9,6 +9,7 @@ rule for rule, for the `/api` and `/apis` prefixes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -21,6 +22,9 @@ SPECIAL_VERBS = frozenset({"proxy", "watch"})
 SPECIAL_VERBS_WITHOUT_SUBRESOURCES = frozenset({"proxy"})
 # `namespaces/<ns>/status` is the namespace's subresource, not a resource named "status".
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+# ListOptions fields that are integers: a value that does not parse is a 400, list or watch.
+INTEGER_LIST_OPTIONS = ("limit", "timeoutSeconds")
+_INT64 = re.compile(r"[+-]?[0-9]+")
 
 _VERBS = {
     "POST": "create",
@@ -124,6 +128,64 @@ def _single_name(query: Mapping[str, str]) -> str:
                 return ""
             return value
     return ""
+
+
+def check(info: RequestInfo, segments: Mapping[str, str], query: Mapping[str, str]) -> None:
+    """Refuse, as kube-apiserver does once a request is authorized, what no handler may be
+    given: a namespace or name that is not one path segment, and list options that do not parse.
+
+    `segments` are the route's placeholders, percent-decoded. Handlers put the namespace and
+    name into the hub's or a child's URL as they are, so `/`, `..`, `%`, `?` or `#` there would
+    address another URL than the one authorized; no object can have such a name, so kube-apiserver
+    answers these requests with a 400 or a 404, and so do we.
+    """
+    namespace, name = segments.get("namespace"), segments.get("name")
+    if any("/" in value for value in (namespace, name) if value is not None):
+        # kube-apiserver splits the decoded path: more segments than any route has.
+        raise errors.route_not_found()
+    if name is not None:
+        problems = path_segment_problems(name)
+        if problems:
+            raise errors.bad_request(
+                f"Name parameter invalid: {errors.quote(name)}: {';'.join(problems)}"
+            )
+    if namespace is not None and (namespace in (".", "..") or _url_special(namespace, "%?#")):
+        # A namespace that cannot exist: whatever is asked of it is not found.
+        if name is not None:
+            raise errors.not_found(info.resource, info.group, name)
+        raise errors.not_found("namespaces", "", namespace)
+    if name is not None and _url_special(name, "?#"):
+        raise errors.not_found(info.resource, info.group, name)
+    if info.verb in ("list", "watch"):
+        for key in INTEGER_LIST_OPTIONS:
+            int64_option(query, key)
+
+
+def path_segment_problems(name: str) -> list[str]:
+    """Go's path.IsValidPathSegmentName: what keeps `name` from being one path segment."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def _url_special(value: str, characters: str) -> bool:
+    return any(c in value for c in characters)
+
+
+def int64_option(query: Mapping[str, str], key: str) -> int | None:
+    """An integer query parameter (None when absent or empty), parsed like Go's
+    strconv.ParseInt(text, 10, 64) in ListOptions; anything else is a 400 with its words."""
+    text = query.get(key)
+    if not text:
+        return None
+    if not _INT64.fullmatch(text):
+        raise errors.bad_request(f"strconv.ParseInt: parsing {errors.quote(text)}: invalid syntax")
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise errors.bad_request(
+            f"strconv.ParseInt: parsing {errors.quote(text)}: value out of range"
+        )
+    return value
 
 
 def _split(path: str) -> list[str]:

@@ -7,6 +7,7 @@ the server's own `Status`, so errors travel end to end unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -93,11 +94,13 @@ class Kube:
         headers: Mapping[str, str] | None = None,
         idle_timeout: float | None = None,
         decode: Callable[[bytes], Any] | None = None,
+        answering: asyncio.Event | None = None,
     ) -> Any:
         """One request; the decoded JSON answer (`{}` for a non-JSON 2xx), or ApiError.
 
         `decode` reads a 2xx body instead of the generic JSON decoder (for big answers whose
         shape we know, see `remote.stitch`); an answer it rejects is an ApiError (502).
+        `answering` is set as soon as the response headers are in.
 
         `timeout` bounds the whole exchange; `idle_timeout`, if given, bounds connecting and
         every wait for the next piece of the answer (its headers included), so a server that
@@ -119,6 +122,8 @@ class Kube:
                     total=timeout, sock_connect=idle_timeout, sock_read=idle_timeout
                 ),
             ) as resp:
+                if answering is not None:
+                    answering.set()
                 return _decode(resp.status, await resp.read(), method, path, decode)
         except (aiohttp.ClientError, TimeoutError) as err:
             raise _transport_error(self, err) from err

@@ -26,6 +26,8 @@ from apiserver.locations.probe import Watched, probe
 
 log = logging.getLogger(__name__)
 
+RETRY_AFTER_TIMEOUT = 1.0  # seconds before a Ready location that timed out is asked again
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -94,6 +96,7 @@ class LocationLoop:
         last_written: tuple[Any, float] | None = None
         woken = asyncio.Event()
         watched: Watched | None = None
+        missed = False  # the last probe of a Ready location timed out
         try:
             while True:
                 obj = self.informer.get(name)
@@ -107,6 +110,14 @@ class LocationLoop:
                     watched = Watched(kube, woken.set, self._stuck(name))
                     self._watched[name] = watched
                 fields, healthy = await self._probe(location, watched)
+                timed_out = fields.pop("_timed_out", False)
+                if timed_out and not missed and _ready(location):
+                    # One slow answer from a busy child is not an outage: ask once more
+                    # before it is left out of lists and its grace period starts.
+                    missed = True
+                    await asyncio.sleep(RETRY_AFTER_TIMEOUT)
+                    continue
+                missed = False
                 last_written = await self._write(name, location, fields, last_written)
                 woken.clear()
                 if healthy:
@@ -157,7 +168,8 @@ class LocationLoop:
         except CredentialsError as err:
             return _not_ready("NoCredentials", f"{err}; run `kubectl mc join` again"), False
         except TimeoutError:
-            return _not_ready("Unreachable", f"no answer within {self.settings.timeout:g}s"), False
+            message = f"no answer within {self.settings.timeout:g}s"
+            return {**_not_ready("Unreachable", message), "_timed_out": True}, False
         except ApiError as err:
             if err.code in (401, 403):
                 message = f"the child refused our credentials ({err.reason}): {err}"
@@ -184,6 +196,11 @@ def _log_transition(name: str, previous: model.LocationStatus, status: dict[str,
         log.info(
             "location %s: Ready=%s (%s) %s", name, new["status"], new["reason"], new["message"]
         )
+
+
+def _ready(location: model.Location) -> bool:
+    ready = location.status.condition("Ready")
+    return ready is not None and ready.status == "True"
 
 
 def _not_ready(reason: str, message: str) -> dict[str, Any]:

@@ -23,6 +23,10 @@ from apiserver.locations.fleet import Fleet
 
 Obj = dict[str, Any]
 
+# How many `--remote-timeout`s a location may stay silent while no other has answered, or in
+# the middle of its answer.
+STALL_TIMEOUTS = 4
+
 # What an HTTP header value may not hold (RFC 9110 field-value: tab is allowed).
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
@@ -70,29 +74,61 @@ def targets(
     return ready, warnings
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What `fan_out` hands each call: how long the location may stay silent within its
+    answer (for `Kube.request`'s `idle_timeout`), and the event to set once it answers."""
+
+    idle_timeout: float
+    answering: asyncio.Event
+
+
 async def fan_out(
     clients: dict[str, Kube],
-    call: Callable[[Kube, float], Awaitable[Any]],
+    call: Callable[[Kube, Asked], Awaitable[Any]],
     timeout: float,
 ) -> list[Answer]:
-    """`call(kube, timeout)` on every client concurrently; an error is that location's answer.
+    """`call` on every client concurrently; an error is that location's answer.
 
-    `timeout` is how long a location may say nothing: to connect, to start answering and
-    between two pieces of its answer (the call hands it to `Kube.request` as `idle_timeout`).
-    A big answer that keeps coming is read to its end, at whatever pace this process reads."""
+    A slow location must not hold the others up, but when every location is slow (a busy
+    machine) nobody should be left out for it. So: once one location has answered, the others
+    have `timeout` more seconds to start answering, or are left out; one that has started is
+    read to its end. Until then, and within an answer, a location may stay silent (connecting,
+    or between two pieces) for `STALL_TIMEOUTS` times `timeout`."""
+    asked = {name: Asked(STALL_TIMEOUTS * timeout, asyncio.Event()) for name in clients}
 
     async def one(name: str, kube: Kube) -> Answer:
         try:
-            return Answer(name, await call(kube, timeout))
+            return Answer(name, await call(kube, asked[name]))
         except Unreachable as err:
             if isinstance(err.__cause__, TimeoutError):
-                silent = ApiError.of(504, "Timeout", f"no answer for {timeout:g}s")
-                return Answer(name, error=silent)
+                stalled = f"no answer for {asked[name].idle_timeout:g}s"
+                return Answer(name, error=ApiError.of(504, "Timeout", stalled))
             return Answer(name, error=err)
         except ApiError as err:
             return Answer(name, error=err)
 
-    return list(await asyncio.gather(*(one(n, k) for n, k in sorted(clients.items()))))
+    tasks = {name: asyncio.create_task(one(name, kube)) for name, kube in sorted(clients.items())}
+    try:
+        if tasks:
+            _, pending = await asyncio.wait(tasks.values(), return_when=asyncio.FIRST_COMPLETED)
+            if pending:
+                await asyncio.wait(pending, timeout=timeout)
+            late = ApiError.of(
+                504, "Timeout", f"no answer {timeout:g}s after another location had answered"
+            )
+            answers = []
+            for name, task in tasks.items():
+                if not task.done() and not asked[name].answering.is_set():
+                    task.cancel()
+                    answers.append(Answer(name, error=late))
+                else:
+                    answers.append(await task)
+            return answers
+    finally:
+        for task in tasks.values():
+            task.cancel()
+    return []
 
 
 def warning_headers(warnings: Iterable[str]) -> CIMultiDict[str]:

@@ -23,12 +23,13 @@ from multidict import CIMultiDict
 from apiserver.api import errors, paging, table
 from apiserver.api.guard import info_of, user_of
 from apiserver.api.respond import WatchStream, json_response, object_list
-from apiserver.keys import FLEET, LOCATIONS, OPTIONS, REMOTE_READS
+from apiserver.keys import BIG_READS, FLEET, LOCATIONS, OPTIONS
 from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
 from apiserver.remote import stitch
 from apiserver.remote.fanout import (
     Answer,
+    Asked,
     failed,
     fan_out,
     impersonating,
@@ -118,7 +119,7 @@ async def collection(request: web.Request) -> web.StreamResponse:
     namespace = request.match_info.get("namespace")
     if info_of(request).verb == "watch":
         return await _watch(request, kind, namespace)
-    async with request.app[REMOTE_READS]:
+    async with request.app[BIG_READS]:
         return await _list(request, kind, namespace)
 
 
@@ -132,13 +133,14 @@ async def _list(request: web.Request, kind: RemoteKind, namespace: str | None) -
     # kubectl's default: rows with metadata only, stitched without decoding what they carry.
     fast = wanted.format == "table" and include != "Object"
 
-    async def ask(kube: Kube, timeout: float) -> Any:
+    async def ask(kube: Kube, how: Asked) -> Any:
         return await kube.request(
             "GET",
             path,
             params=asked.params,
             headers=asked.headers,
-            idle_timeout=timeout,
+            idle_timeout=how.idle_timeout,
+            answering=how.answering,
             decode=stitch.decode if fast else None,
         )
 
@@ -200,7 +202,7 @@ def _stitched_table(
 
 
 async def one(request: web.Request) -> web.StreamResponse:
-    async with request.app[REMOTE_READS]:
+    async with request.app[BIG_READS]:
         return await _one(request, _kind(request), request.match_info["namespace"])
 
 
@@ -226,9 +228,11 @@ async def _one(request: web.Request, kind: RemoteKind, namespace: str) -> web.St
     accept = CHILD_TABLE if wanted.format == "table" else None
     path = kind.path(namespace, name)
 
-    async def ask(kube: Kube, timeout: float) -> Any:
+    async def ask(kube: Kube, how: Asked) -> Any:
         headers = impersonating(user, accept)
-        return await kube.request("GET", path, headers=headers, idle_timeout=timeout)
+        return await kube.request(
+            "GET", path, headers=headers, idle_timeout=how.idle_timeout, answering=how.answering
+        )
 
     answers = await fan_out(clients, ask, _timeout(request))
     found = [a for a in answers if a.error is None]

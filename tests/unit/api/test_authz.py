@@ -119,6 +119,17 @@ async def test_the_hub_is_asked_at_its_subjectaccessreviews_endpoint() -> None:
     ]
 
 
+async def test_system_masters_is_allowed_without_asking_the_hub() -> None:
+    """As Kubernetes' delegating authorizer (AlwaysAllowGroups): the hub's availability checks
+    come as system:masters and must not wait on a busy hub."""
+    hub = FakeHub(allowed=False)
+    hub.error = ApiError.of(503, "ServiceUnavailable", "the hub is busy")
+    checker = UserInfo("system:kube-aggregator", groups=("system:masters",))
+    assert (await authorizer(hub).authorize(checker, GET_WEB)).allowed
+    assert not (await authorizer(hub).authorize(ALICE, GET_WEB)).allowed
+    assert len(hub.calls) == 1
+
+
 async def test_an_allowed_answer_is_reused_for_the_allowed_ttl() -> None:
     hub, clock = FakeHub(allowed=True), Clock()
     authz = authorizer(hub, clock, allowed_ttl=10.0, denied_ttl=5.0)

@@ -159,3 +159,37 @@ def test_watch_prefix_without_a_resource_is_not_found() -> None:
     with pytest.raises(StatusError) as caught:
         requestinfo.parse("GET", "/apis/g/v/watch", {})
     assert caught.value.code == 404
+
+
+@pytest.mark.parametrize(
+    ("segments", "query", "code", "words"),
+    [
+        ({"namespace": "a/b", "name": "web"}, {}, 404, "could not find"),
+        ({"namespace": "demo", "name": ".."}, {}, 400, "may not be '..'"),
+        ({"namespace": "demo", "name": "we%b"}, {}, 400, "may not contain '%'"),
+        ({"namespace": "demo", "name": "web#x"}, {}, 404, "not found"),
+        ({"namespace": "..", "name": "web"}, {}, 404, "not found"),
+        ({"namespace": "demo"}, {"limit": "null"}, 400, 'parsing "null": invalid syntax'),
+        ({"namespace": "demo"}, {"timeoutSeconds": "9" * 30}, 400, "value out of range"),
+    ],
+)
+def test_what_no_handler_may_be_given_is_refused_like_kube(
+    segments: dict[str, str], query: dict[str, str], code: int, words: str
+) -> None:
+    """Handlers paste namespace and name into the hub's or a child's URL: nothing there may
+    address another URL than the one authorized (found by schemathesis and by reading)."""
+    path = "/apis/remote.kmc.dev/v1alpha1/namespaces/demo/pods" + (
+        "/web" if "name" in segments else ""
+    )
+    info = requestinfo.parse("GET", path, query)
+    with pytest.raises(StatusError) as refused:
+        requestinfo.check(info, segments, query)
+    assert refused.value.status["code"] == code
+    assert words in refused.value.status["message"]
+
+
+def test_ordinary_names_and_options_pass() -> None:
+    info = requestinfo.parse("GET", "/apis/mc.kmc.dev/v1alpha1/namespaces/demo/deployments", {})
+    requestinfo.check(info, {"namespace": "demo"}, {"limit": "500", "timeoutSeconds": "30"})
+    info = requestinfo.parse("GET", "/apis/remote.kmc.dev/v1alpha1/namespaces/demo/pods/web@x", {})
+    requestinfo.check(info, {"namespace": "demo", "name": "web@us-east"}, {})
