@@ -12,6 +12,8 @@ from apiserver import serving
 from apiserver.app import make_app
 from apiserver.options import OptionsError, parse
 
+MAX_HEADER_BYTES = 1 << 20
+
 
 def main(argv: list[str] | None = None) -> None:
     try:
@@ -37,4 +39,8 @@ def main(argv: list[str] | None = None) -> None:
         ssl_context=context,
         access_log=None,
         print=None,
+        # kube-apiserver (Go's net/http) takes a megabyte of request line and headers; aiohttp's
+        # 8 KiB default would refuse a long label selector with a plain-text 400.
+        max_line_size=MAX_HEADER_BYTES,
+        max_field_size=MAX_HEADER_BYTES,
     )
