@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from apiserver.api import errors
+from apiserver.api import errors, requestinfo
 from apiserver.kube.client import Obj
 
 LOCATION_ANNOTATION = "kmc.dev/location"
@@ -30,7 +30,6 @@ TOKEN_VERSION = 1
 Key = tuple[str, str, str]
 T = TypeVar("T")
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -109,18 +108,7 @@ def page(
 
 def limit_of(query: Mapping[str, str]) -> int | None:
     """The `limit` parameter (None when absent); not an integer: 400 like ListOptions."""
-    text = query.get("limit")
-    if not text:
-        return None
-    # Go's strconv.ParseInt(text, 10, 64), errors included.
-    if not _INTEGER.fullmatch(text):
-        raise errors.bad_request(f"strconv.ParseInt: parsing {errors.quote(text)}: invalid syntax")
-    value = int(text)
-    if not -(2**63) <= value < 2**63:
-        raise errors.bad_request(
-            f"strconv.ParseInt: parsing {errors.quote(text)}: value out of range"
-        )
-    return value
+    return requestinfo.int64_option(query, "limit")
 
 
 # --- composite resourceVersions ---------------------------------------------------------------
