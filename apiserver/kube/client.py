@@ -98,13 +98,12 @@ class Kube:
     ) -> Any:
         """One request; the decoded JSON answer (`{}` for a non-JSON 2xx), or ApiError.
 
-        `decode` reads a 2xx body instead of the generic JSON decoder (for big answers whose
-        shape we know, see `remote.stitch`); an answer it rejects is an ApiError (502).
-        `answering` is set as soon as the response headers are in.
-
         `timeout` bounds the whole exchange; `idle_timeout`, if given, bounds connecting and
         every wait for the next piece of the answer (its headers included), so a server that
-        is answering a big list is not cut off while one that says nothing is."""
+        is answering a big list is not cut off while one that says nothing is. `answering` is
+        set as soon as the response headers are in. `decode` reads a 2xx body instead of the
+        generic JSON decoder (for big answers whose shape we know, see `remote.stitch`); an
+        answer it rejects is an ApiError (502)."""
         data = None if body is None else msgspec.json.encode(body)
         extra: CIMultiDict[str] = CIMultiDict(headers or {})
         if data is not None:
