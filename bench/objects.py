@@ -11,10 +11,17 @@ from typing import Any
 from kmc_testbed import bed
 
 
-def deployment(name: str, replicas: int, requests: dict[str, str] | None = None) -> dict[str, Any]:
-    """A Deployment of fake pods (kwok runs them); `requests` as a container's."""
+def deployment(
+    name: str,
+    replicas: int,
+    requests: dict[str, str] | None = None,
+    *,
+    container_name: str = "c",
+    image: str = "registry.example/bench:1",
+) -> dict[str, Any]:
+    """A Deployment of fake pods (kwok runs them) with one container; `requests` as its."""
     labels = {"app": name}
-    container: dict[str, Any] = {"name": "c", "image": "registry.example/bench:1"}
+    container: dict[str, Any] = {"name": container_name, "image": image}
     if requests:
         container["resources"] = {"requests": requests}
     return {

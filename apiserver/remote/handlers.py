@@ -147,13 +147,7 @@ async def _list(request: web.Request, kind: RemoteKind, namespace: str | None) -
     answers = await fan_out(asked.clients, ask, _timeout(request))
     warnings += [failed(a) for a in answers if a.error is not None]
     good = [a for a in answers if a.error is None]
-    if fast:
-        versions = {a.location: a.body.metadata.resourceVersion for a in good}
-    else:
-        versions = {
-            a.location: str((a.body.get("metadata") or {}).get("resourceVersion", "")) for a in good
-        }
-    version = paging.composite_version(versions)
+    version = paging.composite_version({a.location: _list_version(a.body) for a in good})
     headers = warning_headers(warnings)
     if fast:
         tbl = stitch.stitched(
@@ -172,6 +166,13 @@ async def _list(request: web.Request, kind: RemoteKind, namespace: str | None) -
     served, next_token, left = paging.page(items, limit, cont, version)
     listing = object_list(f"{kind.kind}List", API_VERSION, served, version, next_token, left)
     return json_response(listing, headers)
+
+
+def _list_version(body: Any) -> str:
+    """A child's list resourceVersion, from a stitchable Table or any other decoded list."""
+    if isinstance(body, stitch.ChildTable):
+        return body.metadata.resourceVersion
+    return str((body.get("metadata") or {}).get("resourceVersion", ""))
 
 
 def _stitched_table(

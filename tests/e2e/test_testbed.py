@@ -13,34 +13,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import objects
 from kmc_testbed import bed, config
 
 from .conftest import CHILDREN, TESTBED, Kubectl, run_testbed
 
 
 def deployment(name: str, replicas: int) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "web",
-                            "image": "registry.example/web:1",
-                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                        }
-                    ]
-                },
-            },
-        },
-    }
+    """The e2e tests' Deployment: a container named "web" asking for a little room."""
+    return objects.deployment(
+        name,
+        replicas,
+        {"cpu": "100m", "memory": "64Mi"},
+        container_name="web",
+        image="registry.example/web:1",
+    )
 
 
 def job(name: str, parallelism: int, completions: int) -> dict[str, Any]:
