@@ -52,6 +52,7 @@ from apiserver.workqueue import WorkQueue
 log = logging.getLogger(__name__)
 
 MANAGER = "kmc-sync"
+NAMESPACE = "Namespace"  # queue keys `Namespace|<name>`: a child namespace we made
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,18 @@ class ChildWatch:
         self.informers: dict[str, Informer] = {}
         self.tasks: list[asyncio.Task[None]] = []
         self.namespaces: set[str] = set()  # known to exist in the child
+        # The namespaces we made there (origin label): each goes when its hub namespace does.
+        self.made = Informer(
+            kube,
+            "/api/v1/namespaces",
+            self._namespace_changed,
+            {"labelSelector": ORIGIN_LABEL},
+            backoff_cap=5.0,
+        )
+        self.tasks.append(asyncio.create_task(self.made.run(), name=f"namespaces {location}"))
+
+    async def _namespace_changed(self, _: str, ns: Obj) -> None:
+        self.on_change(f"{NAMESPACE}|{ns['metadata']['name']}")
 
     def ensure(self, kind: Kind) -> None:
         if kind.key in self.informers:
@@ -149,6 +162,7 @@ class SyncLoop:
         self._inflight: dict[tuple[str, str], asyncio.Task[bool]] = {}
         self._lanes: dict[str, asyncio.Semaphore] = {}
         placement.listeners.append(self.queue.add)
+        placement.namespaces.subscribe(self._on_hub_namespace)
         locations.subscribe(self._on_location)
 
     async def run(self) -> None:
@@ -197,6 +211,10 @@ class SyncLoop:
         for kind, informer in list(self.placement.informers.items()):
             for key in list(informer.cache):
                 self.queue.add(f"{kind}|{key}")
+        for watch in list(self.children.values()):
+            for name in list(watch.made.cache):
+                if self.placement.namespaces.peek(name) is None:
+                    self.queue.add(f"{NAMESPACE}|{name}")
 
     async def _on_location(self, event: str, location: Obj) -> None:
         """Start or stop a location's watches; re-look at everything only when what a
@@ -236,6 +254,10 @@ class SyncLoop:
             self._ready_seen[name] = ready
             self._enqueue_all()
 
+    async def _on_hub_namespace(self, event: str, ns: Obj) -> None:
+        if event == "DELETED":
+            self.queue.add(f"{NAMESPACE}|{ns['metadata']['name']}")
+
     def locations_of(
         self, kind_key: str, hub: Obj, verdicts: tuple[Verdict, ...] = ()
     ) -> list[LocationState]:
@@ -267,6 +289,9 @@ class SyncLoop:
     async def reconcile(self, key: str) -> None:
         await self.leading.wait()
         kind_key, cache_key = key.split("|", 1)
+        if kind_key == NAMESPACE:
+            await self._remove_namespace(cache_key)
+            return
         info = self.placement.kinds.get(kind_key)
         informer = self.placement.informers.get(kind_key)
         hub = informer.get(cache_key) if informer else None
@@ -429,9 +454,17 @@ class SyncLoop:
         return True
 
     async def _ensure_namespace(self, watch: ChildWatch, namespace: str) -> None:
+        """Make the child's namespace if it is missing, labelled with the hub namespace's uid
+        so that it goes when that does; one that was there before is left as it is."""
         if namespace in watch.namespaces:
             return
-        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        hub = self.placement.namespaces.peek(namespace)
+        labels = {ORIGIN_LABEL: hub["metadata"]["uid"]} if hub else {}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": labels},
+        }
         try:
             await watch.kube.create("/api/v1/namespaces", body)
         except ApiError as err:
@@ -545,6 +578,33 @@ class SyncLoop:
             self.queue.add_after(key, self.settings.cleanup_retry)
             return
         await self._set_finalizers(info, hub, [f for f in finalizers if f != CLEANUP])
+
+    async def _remove_namespace(self, name: str) -> None:
+        """A namespace we made in children goes once the hub has no namespace of that name
+        (everything in it has gone first: the hub waits for our finalizers). One the hub has
+        again, under a new uid, stays and is used."""
+        await self.placement.namespaces.synced.wait()
+        if self.placement.namespaces.peek(name) is not None:
+            return
+        stale = self._stale()
+        failed = []
+        for location, watch in list(self.children.items()):
+            made = watch.made.peek(name)
+            if made is None or made["metadata"].get("deletionTimestamp"):
+                continue
+            if location in stale:
+                continue  # looked at again when it is Ready (`_enqueue_all`)
+            watch.namespaces.discard(name)
+            try:
+                await watch.kube.delete(f"/api/v1/namespaces/{name}")
+            except ApiError as err:
+                if err.code != 404:
+                    log.warning("namespace %s: deleting from %s failed: %s", name, location, err)
+                    failed.append(location)
+                continue
+            log.info("namespace %s: removed from %s", name, location)
+        if failed:
+            raise ApiError.of(503, "ServiceUnavailable", f"namespace {name} is still in {failed}")
 
     async def _delete_orphans(self, kind_key: str, cache_key: str) -> None:
         """Children whose hub object is gone (deleted while we were not looking)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from typing import Any
 
 from kmc_testbed import bed
@@ -334,6 +335,45 @@ def test_a_child_namespace_deleted_by_hand_comes_back_with_its_objects(
     placement = web_of_three_in_every_child(kubectl, namespace)
     kubectl["us-east"].run("delete", "namespace", namespace, "--timeout=60s")
     wait_children(kubectl, "web", namespace, lambda c: shares(c) == placement, timeout=60)
+
+
+def test_deleting_the_hub_namespace_removes_the_child_namespaces_we_made(
+    installed: bed.State, kubectl: dict[str, Kubectl]
+) -> None:
+    """A namespace the sync loop made in a child goes with the hub's; one that a person made
+    there first stays (its objects of ours go all the same)."""
+    hub = kubectl["hub"]
+    name = f"test-namespace-cleanup-{uuid.uuid4().hex[:5]}"
+    hub.run("create", "namespace", name)
+    kubectl["us-east"].run("create", "namespace", name)
+    try:
+        wait_locations_settled(hub)
+        hub.apply(deployment("web", 3), name)
+        wait_children(kubectl, "web", name, lambda c: len(c) == 3)
+        uid = hub.json("get", "namespace", name)["metadata"]["uid"]
+        labels = {
+            child: kubectl[child].json("get", "namespace", name)["metadata"].get("labels", {})
+            for child in CHILDREN
+        }
+        assert labels["us-west"]["kmc.dev/origin-uid"] == uid
+        assert labels["eu-west"]["kmc.dev/origin-uid"] == uid
+        assert "kmc.dev/origin-uid" not in labels["us-east"]
+        # The hub waits for our finalizer on the Deployment, so the children go first.
+        hub.run("delete", "namespace", name, "--timeout=120s")
+        deadline = time.monotonic() + 90
+        while left := [
+            child
+            for child in ("us-west", "eu-west")
+            if kubectl[child].run("get", "namespace", name, check=False).returncode == 0
+        ]:
+            assert time.monotonic() < deadline, f"namespace {name} still in {left}"
+            time.sleep(1)
+        east = kubectl["us-east"].json("get", "namespace", name)
+        assert east["status"]["phase"] == "Active"
+        assert kubectl["us-east"].json("get", "deployments", "-n", name)["items"] == []
+    finally:
+        for k in kubectl.values():
+            k.run("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
 def test_a_strategy_change_that_moves_nothing_still_completes_the_rollout(
