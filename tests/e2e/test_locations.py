@@ -34,10 +34,23 @@ def ready(location: dict[str, Any]) -> dict[str, Any]:
     return next((c for c in conditions if c["type"] == "Ready"), {})
 
 
+def wait_children_ready(hub: Kubectl) -> None:
+    """An earlier test may have just restarted a child: its apiserver answers a few seconds
+    before its /readyz does, and the next probe after that says Ready."""
+    wait_until(
+        "every child Ready",
+        lambda: all(
+            ready(hub.json("get", "location", child)).get("status") == "True" for child in CHILDREN
+        ),
+        timeout=60,
+    )
+
+
 def test_joined_children_are_ready_with_what_they_have(
     installed: bed.State, kubectl: dict[str, Kubectl]
 ) -> None:
     hub = kubectl["hub"]
+    wait_children_ready(hub)
     for child in CHILDREN:
         loc = hub.json("get", "location", child)
         assert ready(loc)["status"] == "True", loc.get("status")
@@ -69,6 +82,7 @@ def test_an_outage_shows_within_seconds_and_heals(
     installed: bed.State, kubectl: dict[str, Kubectl]
 ) -> None:
     hub = kubectl["hub"]
+    wait_children_ready(hub)
     run_testbed("stop", "us-west")
     try:
         loc = wait_until(
