@@ -49,6 +49,7 @@ def install(state: bed.State, log: bed.Log) -> None:
     bed.ensure_running(state, [bed.KMC], log)
     register(state.kmc_port)
     bed.wait_for("the APIServices Available", _apiservices_available, 60.0, bed.KMC)
+    bed.wait_for("our groups in the hub's OpenAPI", _openapi_aggregated, 90.0, bed.KMC)
     joined = set()
     for cluster in state.clusters:
         if cluster.role == bed.HUB or not bed.alive(state, f"{cluster.name}-apiserver"):
@@ -124,6 +125,16 @@ def _apiservices_available() -> bool:
         for item in ours
         for c in item.get("status", {}).get("conditions", [])
     )
+
+
+def _openapi_aggregated() -> bool:
+    """The hub fetches an aggregated server's OpenAPI on its own schedule, after the
+    APIService is Available; until it has, `kubectl explain` cannot find our kinds."""
+    proc = kubectl("get", "--raw", "/openapi/v3", check=False)
+    if proc.returncode != 0:
+        return False
+    paths = json.loads(proc.stdout).get("paths", {})
+    return all(f"apis/{group}/v1alpha1" in paths for group in ("mc.kmc.dev", "remote.kmc.dev"))
 
 
 def unjoin(name: str) -> None:
