@@ -151,14 +151,25 @@ async def move(replicas: int = 6) -> list[dict[str, Any]]:
         await hub.create(path, deployment("web", replicas))
         max_unavailable = max(0, replicas // 4)  # the Deployment default: 25%, rounded down
 
-        async def available() -> tuple[int, dict[str, int]]:
-            counts: dict[str, int] = {}
+        async def one_pass() -> dict[str, tuple[str, int]]:
+            seen: dict[str, tuple[str, int]] = {}
             for name, kube in kids.items():
                 try:
                     child = await kube.get(f"{path}/web")
-                    counts[name] = int(child.get("status", {}).get("availableReplicas") or 0)
                 except ApiError:
-                    counts[name] = 0
+                    seen[name] = ("", 0)
+                    continue
+                available = int(child.get("status", {}).get("availableReplicas") or 0)
+                seen[name] = (child["metadata"]["resourceVersion"], available)
+            return seen
+
+        async def available() -> tuple[int, dict[str, int]]:
+            """A snapshot: two passes that agree on every resourceVersion (children are read
+            one after another, so a single pass can miss a make and count its break)."""
+            previous, now = None, await one_pass()
+            while now != previous:
+                previous, now = now, await one_pass()
+            counts = {name: count for name, (_, count) in now.items()}
             return sum(counts.values()), counts
 
         deadline = time.monotonic() + 120

@@ -128,7 +128,14 @@ def test_a_configmap_is_exactly_where_its_deployment_runs(
 
 
 class AvailabilitySampler:
-    """Sum of availableReplicas over every child, read from their apiservers every 100 ms."""
+    """Sum of availableReplicas over every child, read from their apiservers every 100 ms.
+
+    The children are read one after another, so a plain pass is no snapshot: a child read early
+    may gain its new replicas just before a later one loses its old ones, and the pass counts
+    neither. A sample is therefore taken only when two passes in a row see the same
+    resourceVersion in every child: nothing changed between the end of the first pass and the
+    start of the second, so at that moment every child held the numbers read.
+    """
 
     def __init__(self, name: str, namespace: str) -> None:
         self.path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
@@ -139,14 +146,28 @@ class AvailabilitySampler:
         self.clients = [bed.admin_client(state.cluster(c)) for c in CHILDREN]
         self.thread = threading.Thread(target=self._run, daemon=True)
 
+    def _pass(self) -> list[tuple[str, int]]:
+        """(resourceVersion, availableReplicas) of each child; ("", 0) where there is none."""
+        seen = []
+        for client in self.clients:
+            resp = client.request("GET", self.path)
+            if resp.status != 200:
+                seen.append(("", 0))
+                continue
+            obj = resp.json()
+            available = obj.get("status", {}).get("availableReplicas", 0) or 0
+            seen.append((obj["metadata"]["resourceVersion"], available))
+        return seen
+
     def _run(self) -> None:
+        previous: list[tuple[str, int]] | None = None
         while not self._stop.is_set():
-            total = 0
-            for client in self.clients:
-                resp = client.request("GET", self.path)
-                if resp.status == 200:
-                    total += resp.json().get("status", {}).get("availableReplicas", 0) or 0
-            self.samples.append(total)
+            now = self._pass()
+            if now != previous:
+                previous = now  # something moved during the passes: read again at once
+                continue
+            self.samples.append(sum(available for _, available in now))
+            previous = None
             self._stop.wait(0.1)
 
     def __enter__(self) -> AvailabilitySampler:
