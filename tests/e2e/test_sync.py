@@ -132,9 +132,9 @@ class AvailabilitySampler:
 
     The children are read one after another, so a plain pass is no snapshot: a child read early
     may gain its new replicas just before a later one loses its old ones, and the pass counts
-    neither. A sample is therefore taken only when two passes in a row see the same
-    resourceVersion in every child: nothing changed between the end of the first pass and the
-    start of the second, so at that moment every child held the numbers read.
+    neither. A sample is therefore taken only when a pass sees the same resourceVersion in every
+    child as the pass before it: nothing changed between the end of that pass and the start of
+    this one, so throughout that interval every child held the numbers read.
     """
 
     def __init__(self, name: str, namespace: str) -> None:
@@ -163,12 +163,11 @@ class AvailabilitySampler:
         previous: list[tuple[str, int]] | None = None
         while not self._stop.is_set():
             now = self._pass()
-            if now != previous:
-                previous = now  # something moved during the passes: read again at once
-                continue
-            self.samples.append(sum(available for _, available in now))
-            previous = None
-            self._stop.wait(0.1)
+            quiet = now == previous  # else something moved between the passes: read again at once
+            previous = now
+            if quiet:
+                self.samples.append(sum(available for _, available in now))
+                self._stop.wait(0.1)
 
     def __enter__(self) -> AvailabilitySampler:
         if not self.thread.is_alive():  # already sampling when handed over by roll_out_then_pin
