@@ -206,7 +206,11 @@ class Kube:
                 async for line in resp.content:
                     if not line.strip():
                         continue
-                    event = cast(Obj, msgspec.json.decode(line))
+                    try:
+                        event = cast(Obj, msgspec.json.decode(line))
+                    except msgspec.DecodeError as err:  # cut off mid-event: the server went
+                        message = f"WATCH {path}: unreadable event: {err}"
+                        raise ApiError.of(502, "BadGateway", message) from err
                     if event.get("type") == "ERROR":
                         raise ApiError(event.get("object", {}))
                     yield event

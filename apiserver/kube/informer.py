@@ -21,6 +21,8 @@ from apiserver.kube.client import ApiError, Kube, Obj
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, Obj], Awaitable[None]]
+# Deletions remembered for `observe`: it only needs the ones of the last few seconds.
+_TOMBSTONES = 4096
 
 
 def key_of(obj: Obj) -> str:
@@ -64,6 +66,9 @@ class Informer:
         self.handlers = [handler]
         self.params = params or {}
         self.cache: dict[str, Obj] = {}
+        # Deleted keys and the version that said so, newest last: an answer to our own write
+        # that comes back after the deletion's event must not bring the object back.
+        self._gone: dict[str, int] = {}
         self.synced = asyncio.Event()
 
     def subscribe(self, handler: Handler) -> None:
@@ -93,6 +98,9 @@ class Informer:
             return
         if old is not None and _newer(old, obj):
             return  # the watch already brought something later
+        gone = self._gone.get(key)
+        if old is None and gone is not None and _version(obj) <= gone:
+            return  # deleted since: the watch saw it go
         self.cache[key] = obj
         await self._emit("ADDED" if old is None else "MODIFIED", obj)
 
@@ -128,12 +136,25 @@ class Informer:
                 delay = backoff.next(_retry_after(err))
                 log.warning("%s %s: %s; retrying in %.1fs", self.kube.name, self.path, err, delay)
                 await asyncio.sleep(delay)
+            except Exception:
+                # Whatever it was, an informer that stops leaves its cache frozen and everyone
+                # who reads it wrong, quietly; one that relists is right again.
+                delay = backoff.next()
+                log.exception("%s %s: failed; relisting in %.1fs", self.kube.name, self.path, delay)
+                await asyncio.sleep(delay)
+
+    def _bury(self, key: str, version: int) -> None:
+        self._gone.pop(key, None)
+        self._gone[key] = version
+        if len(self._gone) > _TOMBSTONES:
+            del self._gone[next(iter(self._gone))]
 
     async def _relist(self) -> str:
         listing = await self.kube.get(self.path, **self.params)
         fresh = {key_of(o): self._kept(o) for o in listing.get("items", [])}
         for key in [k for k in self.cache if k not in fresh]:
             gone = self.cache.pop(key)
+            self._bury(key, _version(listing))
             await self._emit("DELETED", gone)
         for key, obj in fresh.items():
             old = self.cache.get(key)
@@ -155,6 +176,7 @@ class Informer:
             key = key_of(obj)
             if kind == "DELETED":
                 self.cache.pop(key, None)
+                self._bury(key, _version(obj))
             else:
                 old = self.cache.get(key)
                 if old is not None and old["metadata"].get("resourceVersion") == version:
@@ -162,6 +184,14 @@ class Informer:
                 self.cache[key] = obj
             await self._emit(kind, obj)
         return version
+
+
+def _version(obj: Obj) -> int:
+    """An object's (or a list's) resourceVersion as a number; -1 when it is not one."""
+    try:
+        return int(obj["metadata"]["resourceVersion"])
+    except (KeyError, TypeError, ValueError):
+        return -1
 
 
 def _newer(old: Obj, new: Obj) -> bool:
