@@ -609,8 +609,9 @@ class SyncLoop:
     async def _delete_orphans(self, kind_key: str, cache_key: str) -> None:
         """Children whose hub object is gone (deleted while we were not looking)."""
         namespace, name = cache_key.split("/", 1)
+        failed = []
         for location, watch in list(self.children.items()):
-            child = watch.get(kind_key, cache_key)
+            child = watch.peek(kind_key, cache_key)
             info = self.placement.kinds.get(kind_key)
             if child is None or info is None:
                 continue
@@ -620,6 +621,11 @@ class SyncLoop:
             except ApiError as err:
                 if err.code != 404:
                     log.warning("%s|%s: orphan in %s: %s", kind_key, cache_key, location, err)
+                    failed.append(location)
+        if failed:  # tried again after the queue's backoff: an orphan must not stay
+            raise ApiError.of(
+                503, "ServiceUnavailable", f"orphan {cache_key} is still in {', '.join(failed)}"
+            )
 
 
 def _differs(current: dict[str, Any], new: dict[str, Any]) -> bool:
