@@ -445,7 +445,7 @@ class PlacementLoop:
             taints=tuple(engine.Taint(t.key, t.value, t.effect) for t in location.spec.taints),
             unschedulable=location.spec.unschedulable,
             ready=bool(ready and ready.status == "True"),
-            ready_changed_at=_epoch(ready.last_transition_time if ready else None),
+            ready_changed_at=_changed_at(ready.last_transition_time if ready else None),
             served=frozenset(status.resources),
             schemas=schemas,
             free=_free(status.allocatable, status.requested),
@@ -674,10 +674,14 @@ def _free(allocatable: dict[str, str], requested: dict[str, str]) -> engine.Reso
     )
 
 
-def _epoch(timestamp: str | None) -> float:
+def _changed_at(timestamp: str | None) -> float:
+    """When a condition last changed (epoch seconds). Condition times have whole seconds, so
+    the change came at some moment within that second: we count from its end, and a grace
+    period or a cooldown is never cut short by up to a second."""
     if not timestamp:
         return 0.0
-    return datetime.datetime.fromisoformat(timestamp).timestamp()
+    moment = datetime.datetime.fromisoformat(timestamp)
+    return moment.timestamp() + (1.0 if moment.microsecond == 0 else 0.0)
 
 
 def _now() -> str:
