@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import bedshot
+
 E2E_DIRS = ("e2e", "faults")
 
 
@@ -33,6 +35,10 @@ def pytest_runtest_makereport(
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"an e2e test may not skip (skipping counts as failing): {reason}"
+    if report.failed and call.when == "call" and _is_e2e(item.path):
+        shot = bedshot.snapshot()
+        if shot:
+            report.sections.append(("test bed at the failure", shot))
     return report
 
 
