@@ -95,11 +95,30 @@ def kubectl(testbed_up: bed.State) -> dict[str, Kubectl]:
     return {name: Kubectl(name) for name in CLUSTERS}
 
 
+def _fresh_name(request: pytest.FixtureRequest) -> str:
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    return f"{base}-{uuid.uuid4().hex[:5]}"
+
+
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, kubectl: dict[str, Kubectl]) -> Iterator[str]:
-    """A fresh namespace, in the hub and every child, named after the test."""
-    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
-    name = f"{base}-{uuid.uuid4().hex[:5]}"
+    """A fresh namespace in the hub, named after the test, deleted as a user deletes one:
+    on the hub only. The children's copies are kubectl-mc's to make and to remove, so every
+    test also checks that clean-up, and none pulls a namespace from under a live hub object
+    (what the next test would then find the sync loop busy putting back)."""
+    name = _fresh_name(request)
+    kubectl["hub"].run("create", "namespace", name)
+    yield name
+    kubectl["hub"].run("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+
+
+@pytest.fixture
+def namespace_everywhere(
+    request: pytest.FixtureRequest, kubectl: dict[str, Kubectl]
+) -> Iterator[str]:
+    """A fresh namespace made by hand in the hub and every child, for tests that write to the
+    children directly; deleted everywhere afterwards."""
+    name = _fresh_name(request)
     for k in kubectl.values():
         k.run("create", "namespace", name)
     yield name

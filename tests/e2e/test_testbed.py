@@ -49,8 +49,9 @@ def job(name: str, parallelism: int, completions: int) -> dict[str, Any]:
 
 
 def test_each_child_runs_a_deployment_on_kwok_nodes(
-    kubectl: dict[str, Kubectl], namespace: str
+    kubectl: dict[str, Kubectl], namespace_everywhere: str
 ) -> None:
+    namespace = namespace_everywhere
     for child in CHILDREN:
         kubectl[child].apply(deployment("web", 3), namespace)
     for child in CHILDREN:
@@ -118,8 +119,9 @@ def test_hub_is_ready_for_aggregated_apiservers(kubectl: dict[str, Kubectl]) -> 
 
 
 def test_stop_and_start_a_child_keeps_its_objects(
-    kubectl: dict[str, Kubectl], namespace: str
+    kubectl: dict[str, Kubectl], namespace_everywhere: str
 ) -> None:
+    namespace = namespace_everywhere
     k = kubectl["us-west"]
     k.run("create", "configmap", "survivor", "-n", namespace, "--from-literal=k=v")
     run_testbed("stop", "us-west")
