@@ -123,10 +123,12 @@ class Informer:
 
     async def run(self) -> None:
         backoff = Backoff(cap=self.backoff_cap)
+        said = ""  # the failure last logged as a warning: the same one again is only debug
         while True:
             try:
                 version = await self._relist()
                 backoff.reset()
+                said = ""
                 while True:
                     version = await self._watch(version)
             except ApiError as err:
@@ -134,7 +136,11 @@ class Informer:
                     log.info("%s %s: resourceVersion expired, relisting", self.kube.name, self.path)
                     continue
                 delay = backoff.next(_retry_after(err))
-                log.warning("%s %s: %s; retrying in %.1fs", self.kube.name, self.path, err, delay)
+                level = logging.DEBUG if str(err) == said else logging.WARNING
+                said = str(err)
+                log.log(
+                    level, "%s %s: %s; retrying in %.1fs", self.kube.name, self.path, err, delay
+                )
                 await asyncio.sleep(delay)
             except Exception:
                 # Whatever it was, an informer that stops leaves its cache frozen and everyone

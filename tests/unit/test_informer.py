@@ -5,10 +5,13 @@ instead of leaving the cache frozen."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
-from apiserver.kube.client import Kube, Obj
+import pytest
+
+from apiserver.kube.client import ApiError, Kube, Obj
 from apiserver.kube.informer import Informer
 
 
@@ -87,3 +90,23 @@ async def test_an_unforeseen_watch_failure_relists() -> None:
         assert informer.peek("ns/web") == obj("web", 14)
     finally:
         task.cancel()
+
+
+async def test_a_failure_that_repeats_is_a_warning_once(caplog: pytest.LogCaptureFixture) -> None:
+    tried = asyncio.Event()
+
+    class Unserved(FakeKube):
+        async def get(self, path: str, **params: str) -> Obj:
+            self.lists += 1
+            if self.lists == 4:
+                tried.set()
+            raise ApiError.of(404, "NotFound", "GET /things: 404 page not found")
+
+    caplog.set_level(logging.DEBUG, logger="apiserver.kube.informer")
+    _, task = await started(Unserved([], []), [])
+    try:
+        await asyncio.wait_for(tried.wait(), 2)
+    finally:
+        task.cancel()
+    said = [r.levelno for r in caplog.records if "404 page not found" in r.getMessage()]
+    assert said[0] == logging.WARNING and set(said[1:]) == {logging.DEBUG}, said
