@@ -516,6 +516,7 @@ def test_pods_a_location_cannot_schedule_go_elsewhere_and_stay_away(
     nodes = [n["metadata"]["name"] for n in west.json("get", "nodes")["items"]]
     west.run("cordon", *nodes)
     try:
+        see_cordon(west, namespace)
         hub.run("scale", "deployment", "web", "--replicas=6", "-n", namespace)
         # 2/2/2 first; us-west's second pod stays Pending. How soon us-west's own controllers
         # make it and its scheduler gives up is theirs to say (slow after a restart), so the
@@ -542,6 +543,35 @@ def test_pods_a_location_cannot_schedule_go_elsewhere_and_stay_away(
         assert placement_of(hub, "deployment", "web", namespace) == placement
     finally:
         west.run("uncordon", *nodes)
+
+
+def see_cordon(child: Kubectl, namespace: str) -> None:
+    """Wait until the child's scheduler knows its nodes are cordoned: a bare pod of our
+    template is found unschedulable. A scheduler whose node watch is still backing off after
+    an earlier restart places pods on cordoned nodes for a while; a probe it places is deleted
+    and another one tried."""
+    probe = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "cordon-probe"},
+        "spec": deployment("probe", 1)["spec"]["template"]["spec"],
+    }
+
+    def decided(pods: list[dict[str, Any]]) -> bool:
+        return any(
+            p["metadata"]["name"] == "cordon-probe" and (stuck(p) or scheduled(p)) for p in pods
+        )
+
+    deadline = time.monotonic() + 120
+    while True:
+        child.apply(probe, namespace)
+        wait_pods(child, namespace, decided, 60)
+        refused = stuck(child.json("get", "pod", "cordon-probe", "-n", namespace))
+        child.run("delete", "pod", "cordon-probe", "-n", namespace)
+        if refused:
+            return
+        assert time.monotonic() < deadline, "the scheduler kept using cordoned nodes"
+        time.sleep(2)
 
 
 def us_west_cut_to_one(placement: Placement) -> bool:
