@@ -19,6 +19,17 @@ if TYPE_CHECKING:
 
 LOCATIONS = "/apis/kmc.dev/v1alpha1/locations"
 MERGE_PATCH = "application/merge-patch+json"
+REMOTE = "/apis/remote.kmc.dev/v1alpha1"
+# The workloads a drain can wait on, (plural, group) as the hub serves them. What else of ours
+# is there (ConfigMaps, Secrets, …) follows them out.
+WORKLOADS = (
+    ("deployments", "apps"),
+    ("statefulsets", "apps"),
+    ("daemonsets", "apps"),
+    ("replicasets", "apps"),
+    ("jobs", "batch"),
+)
+NAMED = 10  # workloads named when a drain times out
 
 
 class NoSuchLocation(Exception):
@@ -30,11 +41,13 @@ class NoSuchLocation(Exception):
 
 
 class StillThere(Exception):
-    """The wait ran out with objects left; `left` is None when no count after the cordon came."""
+    """The wait ran out with objects left; `left` is None when no count after the cordon came.
+    `what` names the workloads still there, each with what its move waits for."""
 
-    def __init__(self, left: int | None) -> None:
-        super().__init__(f"{'?' if left is None else left} objects left")
+    def __init__(self, left: int | None, what: list[str] | None = None) -> None:
+        super().__init__(_left(left))
         self.left = left
+        self.what = what or []
 
 
 def get_location(hub: Client, name: str) -> dict[str, Any]:
@@ -88,10 +101,54 @@ def wait_drained(
     while True:
         left = objects_left(get_location(hub, name), generation)
         if left != last:
-            progress(f"draining {name}: {'?' if left is None else left} objects left")
+            progress(f"draining {name}: {_left(left)}")
             last = left
         if left == 0:
             return
         if time.monotonic() > deadline:
-            raise StillThere(left)
+            raise StillThere(left, still_there(hub, name))
         time.sleep(interval)
+
+
+def _left(count: int | None) -> str:
+    return f"{'?' if count is None else count} object{'' if count == 1 else 's'} left"
+
+
+def still_there(hub: Client, name: str) -> list[str]:
+    """Our workloads the location still runs, read through the punch-through lists, each with
+    what its hub object says holds it (`kubectl mc drain` says it when it times out)."""
+    from kubectl_mc.kube import KubeError
+
+    found: list[str] = []
+    try:
+        for plural, group in WORKLOADS:
+            listed = hub.get(f"{REMOTE}/{plural}", labelSelector="kmc.dev/origin-uid")
+            for item in listed.get("items") or []:
+                meta = item.get("metadata") or {}
+                if (meta.get("annotations") or {}).get("kmc.dev/location") != name:
+                    continue
+                if len(found) == NAMED:
+                    return [*found, "…"]
+                ns, obj = meta.get("namespace", ""), meta.get("name", "")
+                said = _holding(hub, f"/apis/{group}/v1/namespaces/{ns}/{plural}/{obj}")
+                found.append(f"{plural[:-1]}.{group}/{obj} -n {ns}{': ' + said if said else ''}")
+    except KubeError as err:
+        return [*found, f"(could not list the rest: {err})"]
+    return found
+
+
+def _holding(hub: Client, path: str) -> str:
+    """What the hub object says holds it: that it cannot be placed elsewhere, or what its move
+    waits for ("moving: …"); "" when it says nothing is wrong."""
+    from kubectl_mc.kube import KubeError
+
+    try:
+        status = hub.get(path).get("status") or {}
+    except KubeError as err:
+        return "gone from the hub" if err.code == 404 else str(err)
+    conditions: list[dict[str, Any]] = status.get("conditions") or []
+    for kind in ("kmc.dev/Placed", "Synced"):
+        found = next((c for c in conditions if c.get("type") == kind), {})
+        if found.get("status") == "False":
+            return str(found.get("message", ""))
+    return ""

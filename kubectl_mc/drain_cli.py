@@ -81,9 +81,11 @@ def drain(name: str, wait: bool, timeout: str, **hub: Any) -> None:
         wait_drained(client, name, generation, _seconds(timeout), click.echo)
     except StillThere as err:
         flags = hub_flags(hub)
+        there = "".join(f"\n  {line}" for line in err.what)
         fail(
             f"error: timed out after {timeout} draining {name} ({err}); it stays cordoned and "
-            "keeps draining. To keep waiting:\n"
+            f"keeps draining.{' Still there:' if there else ''}{there}\n"
+            "To keep waiting:\n"
             f"  {shlex.join(['kubectl', 'mc', 'drain', name, '--wait', *flags])}\n"
             "To use it again:\n"
             f"  {shlex.join(['kubectl', 'mc', 'uncordon', name, *flags])}"

@@ -143,10 +143,12 @@ def _drain(
     try:
         drain.wait_drained(hub, name, generation, timeout, progress)
     except drain.StillThere as err:
+        there = "".join(f"\n  {line}" for line in err.what)
         raise JoinError(
             f"timed out after {timeout:g}s draining {name} ({err}); it stays cordoned. "
             f"Run `kubectl mc unjoin {name}` again to keep waiting, add --force to unjoin now "
             f"(what runs there stays, unmanaged), or `kubectl mc uncordon {name}` to keep it"
+            f"{'. Still there:' if there else ''}{there}"
         ) from None
 
 

@@ -17,10 +17,16 @@ from typing import Any
 from kmc_testbed import bed, config
 
 from .conftest import VENV_BIN, Kubectl
-from .test_placement import expect_placement, wait_locations_settled, wait_placement
+from .test_placement import (
+    expect_placement,
+    wait_locations_settled,
+    wait_placement,
+    with_strategy,
+)
 from .test_sync import AvailabilitySampler, child_deployments, moving, shares, wait_children
 
 EVEN: dict[str, int | None] = {"eu-west": 2, "us-east": 2, "us-west": 2}
+HUB_FLAGS = f"--kubeconfig {config.kubeconfig_path()} --context hub"
 
 
 def web_of_six(hub: Kubectl, namespace: str) -> None:
@@ -123,6 +129,29 @@ def test_drain_empties_a_location_make_before_break_and_uncordon_opens_it(
     assert hub.mc("uncordon", "us-west").stdout == "location.kmc.dev/us-west already uncordoned\n"
     # Open again, it takes its share back (the strategy is still the default Split).
     wait_placement(hub, "deployment", "web", namespace, lambda p: p == EVEN, timeout=60)
+
+
+def test_a_drain_that_cannot_finish_names_what_holds_it(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    hub.apply(with_strategy(moving(2, 0), {"type": "Split", "pin": ["us-west"]}), namespace)
+    expect_placement(hub, "deployment", "web", namespace, {"us-west": 2})
+    try:
+        late = hub.mc("drain", "us-west", "--wait", "--timeout=3s", check=False)
+    finally:
+        hub.mc("uncordon", "us-west")
+    assert late.returncode == 1
+    error = late.stderr.splitlines()
+    assert error[0].startswith("error: timed out after 3s draining us-west ("), late.stderr
+    assert error[0].endswith("it stays cordoned and keeps draining. Still there:"), late.stderr
+    ours = [line for line in error if f"deployment.apps/web -n {namespace}: " in line]
+    assert len(ours) == 1, late.stderr
+    assert "no eligible location: " in ours[0] and "us-west: cordoned" in ours[0], ours
+    assert error[-4:-2] == ["To keep waiting:", f"  kubectl mc drain us-west --wait {HUB_FLAGS}"]
+    # It never left: nowhere else may have it.
+    assert shares(child_deployments(kubectl, "web", namespace)) == {"us-west": 2}
 
 
 def test_errors_read_like_kubectl(

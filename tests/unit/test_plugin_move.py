@@ -8,7 +8,7 @@ import json
 import shlex
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -19,6 +19,7 @@ from apiserver.placement.strategy import Strategy
 from apiserver.subresources.strategy import merge_patch
 from kubectl_mc import drain
 from kubectl_mc import move as moving
+from kubectl_mc.kube import KubeError
 from kubectl_mc.move import KINDS, MoveError, Plan, Request, plan
 from kubectl_mc.progress import Progress, line, table
 
@@ -488,7 +489,7 @@ def test_wait_drained_reports_each_count_until_none(monkeypatch: pytest.MonkeyPa
     drain.wait_drained(hub, "us-west", 3, 60, said.append)  # type: ignore[arg-type]
     assert said == [
         "draining us-west: 4 objects left",
-        "draining us-west: 1 objects left",
+        "draining us-west: 1 object left",
         "draining us-west: 0 objects left",
     ]
 
@@ -497,6 +498,51 @@ def test_wait_drained_times_out_with_what_is_left(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(time, "sleep", lambda _: None)
     with pytest.raises(drain.StillThere, match="2 objects left"):
         drain.wait_drained(FakeHub(location(3, 3, 2)), "us-west", 3, 0, lambda _: None)  # type: ignore[arg-type]
+
+
+class RemoteHub:
+    """A hub whose punch-through lists and workloads answer by path."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+
+    def get(self, path: str, **_: str) -> dict[str, Any]:
+        answer = self.answers.get(path, {"items": []})
+        if isinstance(answer, Exception):
+            raise answer
+        return cast(dict[str, Any], answer)
+
+
+def remote(name: str, namespace: str, location: str) -> dict[str, Any]:
+    meta = {"name": name, "namespace": namespace, "annotations": {"kmc.dev/location": location}}
+    return {"metadata": meta}
+
+
+def test_a_drain_that_times_out_names_the_workloads_left_and_what_they_wait_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(time, "sleep", lambda _: None)
+    synced = {"type": "Synced", "status": "False", "message": "moving: us-west: 1 -> 0 waits"}
+    hub = RemoteHub(
+        {
+            f"{drain.LOCATIONS}/us-west": location(3, 3, 2),
+            f"{drain.REMOTE}/deployments": {
+                "items": [remote("web", "shop", "us-west"), remote("web", "shop", "eu-west")]
+            },
+            f"{drain.REMOTE}/jobs": {"items": [remote("once", "ops", "us-west")]},
+            "/apis/apps/v1/namespaces/shop/deployments/web": {"status": {"conditions": [synced]}},
+            "/apis/batch/v1/namespaces/ops/jobs/once": KubeError("gone", {"code": 404}),
+        }
+    )
+    with pytest.raises(drain.StillThere) as raised:
+        drain.wait_drained(hub, "us-west", 3, 0, lambda _: None)  # type: ignore[arg-type]
+    assert raised.value.what == [
+        "deployment.apps/web -n shop: moving: us-west: 1 -> 0 waits",
+        "job.batch/once -n ops: gone from the hub",
+    ]
+    # Listing what is left is a courtesy: when it fails, the count still stands, and says so.
+    hub.answers[f"{drain.REMOTE}/statefulsets"] = KubeError("forbidden", {"code": 403})
+    assert drain.still_there(hub, "us-west")[1:] == ["(could not list the rest: forbidden)"]  # type: ignore[arg-type]
 
 
 def test_an_unknown_location_is_named_with_the_ones_there_are() -> None:
