@@ -169,7 +169,11 @@ class Kube:
         )
 
     async def delete(self, path: str) -> Obj:
-        return cast(Obj, await self.request("DELETE", path))
+        """Delete as kubectl does: the object goes now and what it owns after it. Without a
+        policy a Job is deleted with `orphan`: its pods stay, and the Job itself lingers until
+        the garbage collector has let go of them."""
+        params = {"propagationPolicy": "Background"}
+        return cast(Obj, await self.request("DELETE", path, params=params))
 
     async def watch(
         self,

@@ -17,7 +17,7 @@ from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl, run_testbed
 from .test_placement import wait_locations_settled, wait_placement, with_strategy
-from .test_testbed import deployment
+from .test_testbed import deployment, job
 
 
 def child_deployments(kubectl: dict[str, Kubectl], name: str, namespace: str) -> dict[str, Any]:
@@ -417,3 +417,34 @@ def test_a_strategy_change_that_moves_nothing_still_completes_the_rollout(
     hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=30s")
     status = hub.json("get", "deployment", "web", "-n", namespace)["status"]
     assert status["observedGeneration"] == after["metadata"]["generation"]
+
+
+def test_deleting_a_hub_job_deletes_its_pods_in_the_children(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """A child Job is deleted as kubectl deletes one, with its pods: left to the API's own
+    default (orphan, for Jobs) its pods would stay, and the Job would wait on the child's
+    garbage collector."""
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    hub.apply(job("crunch", 3, 3), namespace)
+
+    def pods() -> dict[str, int]:
+        found = {}
+        for child in CHILDREN:
+            listed = kubectl[child].json("get", "pods", "-n", namespace, "-l", "job-name=crunch")
+            if listed["items"]:
+                found[child] = len(listed["items"])
+        return found
+
+    deadline = time.monotonic() + 120
+    while sum(pods().values()) < 3:
+        assert time.monotonic() < deadline, pods()
+        time.sleep(0.5)
+    hub.run("delete", "job", "crunch", "-n", namespace, "--timeout=60s")
+    deadline = time.monotonic() + 60
+    while left := pods():
+        assert time.monotonic() < deadline, f"pods of the deleted Job left behind: {left}"
+        time.sleep(0.5)
+    for child in CHILDREN:
+        assert kubectl[child].json("get", "jobs", "-n", namespace)["items"] == []
