@@ -41,6 +41,11 @@ PLACEMENT = "kmc.dev/placement"
 STRATEGY = "kmc.dev/strategy"
 EXCLUDE = "kmc.dev/exclude"
 PLACED = "kmc.dev/Placed"
+# Kinds whose `status.conditions` is an atomic list: an apply replaces it whole. Whoever writes
+# one of its conditions (us here, the sync loop's status fold) sends the others as read, with
+# the resourceVersion they were read at, or it would drop them (and a Job's API refuses to
+# lose Complete).
+WHOLE_CONDITIONS = frozenset({"Job"})
 CLEANUP = "kmc.dev/cleanup"  # the sync loop's finalizer: children are deleted first
 COMPONENT = "kmc-placement"
 NEVER_PLACED = frozenset({"kube-system", "kube-public", "kube-node-lease", "kmc-system"})
@@ -630,11 +635,17 @@ class PlacementLoop:
             "lastTransitionTime": since,
         }
         meta = obj["metadata"]
+        conditions = [condition]
+        head = {"name": meta["name"], "namespace": meta["namespace"]}
+        if info.kind in WHOLE_CONDITIONS:
+            others = (obj.get("status") or {}).get("conditions") or []
+            conditions = [*(c for c in others if c["type"] != PLACED), condition]
+            head["resourceVersion"] = meta["resourceVersion"]
         body = {
             "apiVersion": obj["apiVersion"],
             "kind": obj["kind"],
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-            "status": {"conditions": [condition]},
+            "metadata": head,
+            "status": {"conditions": conditions},
         }
         path = info.path(meta["namespace"], meta["name"], "status")
         await self.hub.apply(path, body, manager=COMPONENT)

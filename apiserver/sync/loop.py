@@ -32,6 +32,7 @@ from apiserver.placement.engine import Verdict
 from apiserver.placement.loop import (
     CLEANUP,
     DEPENDENCIES,
+    WHOLE_CONDITIONS,
     WORKLOADS,
     Kind,
     PlacementLoop,
@@ -512,13 +513,19 @@ class SyncLoop:
             _now(),
         )
         await self._show_move(hub, status, waiting)
+        meta = hub["metadata"]
+        head = {"name": meta["name"], "namespace": meta["namespace"]}
+        if info.kind in WHOLE_CONDITIONS:  # the placement loop's condition goes back as read
+            ours = {c["type"] for c in status["conditions"]}
+            others = (hub.get("status") or {}).get("conditions") or []
+            status["conditions"] += [c for c in others if c["type"] not in ours]
+            head["resourceVersion"] = meta["resourceVersion"]
         if not _differs(hub.get("status") or {}, status):
             return
-        meta = hub["metadata"]
         body = {
             "apiVersion": hub["apiVersion"],
             "kind": hub["kind"],
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "metadata": head,
             "status": status,
         }
         await self.hub.apply(info.path(meta["namespace"], meta["name"], "status"), body, MANAGER)

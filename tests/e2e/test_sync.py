@@ -448,3 +448,24 @@ def test_deleting_a_hub_job_deletes_its_pods_in_the_children(
         time.sleep(0.5)
     for child in CHILDREN:
         assert kubectl[child].json("get", "jobs", "-n", namespace)["items"] == []
+
+
+def test_a_finished_job_is_complete_on_the_hub_and_keeps_its_placed_condition(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """A Job's conditions are one atomic list: the placement loop's condition and the status
+    fold's must each be written with the other's, or one drops the other."""
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    hub.apply(job("crunch", 3, 3), namespace)
+    hub.run("wait", "--for=condition=Complete", "job/crunch", "-n", namespace, "--timeout=90s")
+    deadline = time.monotonic() + 30
+    while True:
+        status = hub.json("get", "job", "crunch", "-n", namespace)["status"]
+        conditions = {c["type"]: c["status"] for c in status.get("conditions", [])}
+        if conditions.get("kmc.dev/Placed") == "True":
+            break
+        assert time.monotonic() < deadline, conditions
+        time.sleep(0.5)
+    assert conditions["Complete"] == conditions["kmc.dev/Synced"] == "True", conditions
+    assert status["succeeded"] == 3
