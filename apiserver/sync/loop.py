@@ -437,6 +437,15 @@ class SyncLoop:
                 int(current["metadata"].get("generation", 0)),
             )
             return True
+        if current is not None and _immutable_change(info.kind, current, desired):
+            if not _finished(current):
+                return await self._replace(key, info, hub, location)
+            # Its work there is done (or failed for good) and stays on record as it is.
+            self.applied[(key, location)] = (
+                int(meta.get("generation", 0)),
+                int(current["metadata"].get("generation", 0)),
+            )
+            return True
         try:
             await self._ensure_namespace(watch, meta["namespace"])
             applied = await watch.kube.apply(
@@ -472,6 +481,22 @@ class SyncLoop:
             if err.code != 409:
                 raise
         watch.namespaces.add(namespace)
+
+    async def _replace(self, key: str, info: Kind, hub: Obj, location: str) -> bool:
+        """Delete a child that cannot take its new spec in place; its deletion's watch event
+        brings the object back here, and the child is made anew."""
+        if not await self._delete_child(key, info, hub, location):
+            return False
+        await events.record(
+            self.hub,
+            hub,
+            "Normal",
+            "Replaced",
+            f"replaced the {info.kind} in {location}: its new share cannot be set in place "
+            "(completions are immutable); its pods there start again",
+            MANAGER,
+        )
+        return True
 
     async def _delete_child(self, key: str, info: Kind, hub: Obj, location: str) -> bool:
         """True once the child is gone (or was never there)."""
@@ -653,6 +678,19 @@ def _differs(current: dict[str, Any], new: dict[str, Any]) -> bool:
         elif current.get(field) != value:
             return True
     return False
+
+
+def _immutable_change(kind: str, current: Obj, desired: Obj) -> bool:
+    """Would applying `desired` change a field the child's API will not change in place? A
+    Job's completions, set from its share, are the one such field we write."""
+    if kind != "Job":
+        return False
+    return bool(current.get("spec", {}).get("completions") != desired["spec"].get("completions"))
+
+
+def _finished(job: Obj) -> bool:
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conditions)
 
 
 def _slim_child(obj: Obj) -> Obj:

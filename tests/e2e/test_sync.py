@@ -16,7 +16,7 @@ from typing import Any
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl, run_testbed
-from .test_placement import wait_locations_settled, wait_placement, with_strategy
+from .test_placement import events_of, wait_locations_settled, wait_placement, with_strategy
 from .test_testbed import deployment, job
 
 
@@ -469,3 +469,55 @@ def test_a_finished_job_is_complete_on_the_hub_and_keeps_its_placed_condition(
         time.sleep(0.5)
     assert conditions["Complete"] == conditions["kmc.dev/Synced"] == "True", conditions
     assert status["succeeded"] == 3
+
+
+def test_a_job_whose_share_changes_is_replaced_there_and_a_finished_one_is_left(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """A child Job's completions cannot change in place: an unfinished child is made anew with
+    its new share (an Event says so), a finished one keeps its record."""
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    two = {"type": "Split", "pin": ["eu-west", "us-east"]}
+    waiting = with_strategy(job("held", 2, 4), two)
+    waiting["spec"]["suspend"] = True  # never finishes while the test runs
+    hub.apply(waiting, namespace)
+    hub.apply(with_strategy(job("done", 2, 2), two), namespace)
+    hub.run("wait", "--for=condition=Complete", "job/done", "-n", namespace, "--timeout=90s")
+
+    def completions(name: str) -> dict[str, int]:
+        found = {}
+        for child in CHILDREN:
+            proc = kubectl[child].run(
+                "get", "job", name, "-n", namespace, "-o", "json", check=False
+            )
+            if proc.returncode == 0:
+                found[child] = json.loads(proc.stdout)["spec"]["completions"]
+        return found
+
+    def wait_completions(name: str, expected: dict[str, int]) -> None:
+        deadline = time.monotonic() + 60
+        while (now := completions(name)) != expected:
+            assert time.monotonic() < deadline, now
+            time.sleep(0.5)
+
+    wait_completions("held", {"eu-west": 2, "us-east": 2})
+    one = json.dumps({"type": "Split", "pin": ["eu-west"]})
+    for name in ("held", "done"):
+        hub.run(
+            "annotate", f"job/{name}", "-n", namespace, f"kmc.dev/strategy={one}", "--overwrite"
+        )
+    wait_completions("held", {"eu-west": 4})
+    messages = [e["message"] for e in events_of(hub, namespace, "held")]
+    assert (
+        "replaced the Job in eu-west: its new share cannot be set in place (completions are "
+        "immutable); its pods there start again"
+    ) in messages
+    # The finished one: us-east's child goes with the placement; eu-west's keeps its record.
+    wait_completions("done", {"eu-west": 1})
+    conditions = {
+        c["type"]: c["status"]
+        for c in hub.json("get", "job", "done", "-n", namespace)["status"]["conditions"]
+    }
+    assert conditions["Complete"] == "True", conditions
+    assert not [e for e in events_of(hub, namespace, "done") if e["reason"] == "Replaced"]
