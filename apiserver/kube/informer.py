@@ -156,7 +156,26 @@ class Informer:
             del self._gone[next(iter(self._gone))]
 
     async def _relist(self) -> str:
-        listing = await self.kube.get(self.path, **self.params)
+        try:
+            listing = await self.kube.get(self.path, **self.params)
+        except ApiError as err:
+            if err.code != 404:
+                raise
+            # A list answers 404 only when the resource is not served (a CRD deleted, an API
+            # turned off): nothing of it can be seen there any more, so the cache is emptied,
+            # and fills again if the resource comes back.
+            await self._take(
+                {"metadata": {"resourceVersion": self._highest_version()}, "items": []}
+            )
+            raise
+        return await self._take(listing)
+
+    def _highest_version(self) -> str:
+        versions = [_version(obj) for obj in self.cache.values()]
+        return str(max(versions, default=0))
+
+    async def _take(self, listing: Obj) -> str:
+        """Make the cache the listing, telling the handlers what changed."""
         fresh = {key_of(o): self._kept(o) for o in listing.get("items", [])}
         for key in [k for k in self.cache if k not in fresh]:
             gone = self.cache.pop(key)

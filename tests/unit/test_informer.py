@@ -110,3 +110,28 @@ async def test_a_failure_that_repeats_is_a_warning_once(caplog: pytest.LogCaptur
         task.cancel()
     said = [r.levelno for r in caplog.records if "404 page not found" in r.getMessage()]
     assert said[0] == logging.WARNING and set(said[1:]) == {logging.DEBUG}, said
+
+
+async def test_a_resource_no_longer_served_empties_the_cache() -> None:
+    gone = asyncio.Event()
+
+    class Unserved(FakeKube):
+        async def get(self, path: str, **params: str) -> Obj:
+            self.lists += 1
+            if self.lists == 1:
+                return await super().get(path, **params)
+            gone.set()
+            raise ApiError.of(404, "NotFound", "GET /things: 404 page not found")
+
+    seen: list[tuple[str, str]] = []
+    # The watch fails at once, as a watch of a CRD being deleted does: the informer relists.
+    informer, task = await started(
+        Unserved([obj("web", 10)], [[ApiError.of(410, "Gone", "")]]), seen
+    )
+    try:
+        await asyncio.wait_for(gone.wait(), 2)
+        await asyncio.sleep(0.01)
+        assert informer.cache == {} and informer.synced.is_set()
+        assert seen == [("ADDED", "10"), ("DELETED", "10")]
+    finally:
+        task.cancel()
