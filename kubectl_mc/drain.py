@@ -42,7 +42,7 @@ class NoSuchLocation(Exception):
 
 class StillThere(Exception):
     """The wait ran out with objects left; `left` is None when no count after the cordon came.
-    `what` names the workloads still there, each with what its move waits for."""
+    `what` names the workloads still there, each with what holds it."""
 
     def __init__(self, left: int | None, what: list[str] | None = None) -> None:
         super().__init__(_left(left))
@@ -147,7 +147,7 @@ def _holding(hub: Client, path: str) -> str:
     except KubeError as err:
         return "gone from the hub" if err.code == 404 else str(err)
     conditions: list[dict[str, Any]] = status.get("conditions") or []
-    for kind in ("kmc.dev/Placed", "Synced"):
+    for kind in ("kmc.dev/Placed", "kmc.dev/Synced"):
         found = next((c for c in conditions if c.get("type") == kind), {})
         if found.get("status") == "False":
             return str(found.get("message", ""))

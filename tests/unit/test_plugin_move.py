@@ -522,7 +522,11 @@ def test_a_drain_that_times_out_names_the_workloads_left_and_what_they_wait_for(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(time, "sleep", lambda _: None)
-    synced = {"type": "Synced", "status": "False", "message": "moving: us-west: 1 -> 0 waits"}
+    synced = {
+        "type": "kmc.dev/Synced",
+        "status": "False",
+        "message": "moving: us-west: 1 -> 0 waits",
+    }
     hub = RemoteHub(
         {
             f"{drain.LOCATIONS}/us-west": location(3, 3, 2),
