@@ -19,16 +19,6 @@ if TYPE_CHECKING:
 
 LOCATIONS = "/apis/kmc.dev/v1alpha1/locations"
 MERGE_PATCH = "application/merge-patch+json"
-REMOTE = "/apis/remote.kmc.dev/v1alpha1"
-# The workloads a drain can wait on, (plural, group) as the hub serves them. What else of ours
-# is there (ConfigMaps, Secrets, …) follows them out.
-WORKLOADS = (
-    ("deployments", "apps"),
-    ("statefulsets", "apps"),
-    ("daemonsets", "apps"),
-    ("replicasets", "apps"),
-    ("jobs", "batch"),
-)
 NAMED = 10  # workloads named when a drain times out
 
 
@@ -48,6 +38,11 @@ class StillThere(Exception):
         super().__init__(_left(left))
         self.left = left
         self.what = what or []
+
+    @property
+    def listed(self) -> str:
+        """`what`, a line each, indented under the message's own line ("" when nothing)."""
+        return "".join(f"\n  {line}" for line in self.what)
 
 
 def get_location(hub: Client, name: str) -> dict[str, Any]:
@@ -116,13 +111,16 @@ def _left(count: int | None) -> str:
 
 def still_there(hub: Client, name: str) -> list[str]:
     """Our workloads the location still runs, read through the punch-through lists, each with
-    what its hub object says holds it (`kubectl mc drain` says it when it times out)."""
+    what its hub object says holds it (`kubectl mc drain` says it when it times out). What
+    else of ours is there (ConfigMaps, Secrets, …) follows the workloads out."""
     from kubectl_mc.kube import KubeError
+    from kubectl_mc.move import KINDS
+    from kubectl_mc.resources import REMOTE_KINDS
 
     found: list[str] = []
     try:
-        for plural, group in WORKLOADS:
-            listed = hub.get(f"{REMOTE}/{plural}", labelSelector="kmc.dev/origin-uid")
+        for kind in KINDS.values():
+            listed = hub.get(REMOTE_KINDS[kind.plural].path(), labelSelector="kmc.dev/origin-uid")
             for item in listed.get("items") or []:
                 meta = item.get("metadata") or {}
                 if (meta.get("annotations") or {}).get("kmc.dev/location") != name:
@@ -130,8 +128,8 @@ def still_there(hub: Client, name: str) -> list[str]:
                 if len(found) == NAMED:
                     return [*found, "…"]
                 ns, obj = meta.get("namespace", ""), meta.get("name", "")
-                said = _holding(hub, f"/apis/{group}/v1/namespaces/{ns}/{plural}/{obj}")
-                found.append(f"{plural[:-1]}.{group}/{obj} -n {ns}{': ' + said if said else ''}")
+                said = _holding(hub, kind.path(ns, obj))
+                found.append(f"{kind.shown(obj)} -n {ns}{': ' + said if said else ''}")
     except KubeError as err:
         return [*found, f"(could not list the rest: {err})"]
     return found

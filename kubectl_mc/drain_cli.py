@@ -81,7 +81,7 @@ def drain(name: str, wait: bool, timeout: str, **hub: Any) -> None:
         wait_drained(client, name, generation, _seconds(timeout), click.echo)
     except StillThere as err:
         flags = hub_flags(hub)
-        there = "".join(f"\n  {line}" for line in err.what)
+        there = err.listed
         fail(
             f"error: timed out after {timeout} draining {name} ({err}); it stays cordoned and "
             f"keeps draining.{' Still there:' if there else ''}{there}\n"

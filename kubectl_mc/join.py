@@ -143,7 +143,7 @@ def _drain(
     try:
         drain.wait_drained(hub, name, generation, timeout, progress)
     except drain.StillThere as err:
-        there = "".join(f"\n  {line}" for line in err.what)
+        there = err.listed
         raise JoinError(
             f"timed out after {timeout:g}s draining {name} ({err}); it stays cordoned. "
             f"Run `kubectl mc unjoin {name}` again to keep waiting, add --force to unjoin now "

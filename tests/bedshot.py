@@ -7,13 +7,11 @@ holds, and what kmc-apiserver last complained about. Kept short: a report is rea
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 from kmc_testbed import bed, config
 
-CHILDREN = ("us-east", "us-west", "eu-west")
 # Every kind the sync loop writes to a child; our copies carry the origin label.
 OURS = (
     "deployments,statefulsets,replicasets,daemonsets,jobs,configmaps,secrets,serviceaccounts,"
@@ -30,10 +28,11 @@ MAX_LOG = 15  # kmc-apiserver warnings
 
 def snapshot() -> str | None:
     """The bed as it is now, or None when no bed is up."""
-    if bed.load() is None:
+    state = bed.load()
+    if state is None:
         return None
     parts = ["$ kubectl get locations", _kubectl("hub", "get", "locations")]
-    for child in CHILDREN:
+    for child in (c.name for c in state.clusters if c.role != bed.HUB):
         rows = _kubectl(
             child, "get", OURS, "-A", "-l", "kmc.dev/origin-uid", "-o", f"custom-columns={COLUMNS}"
         ).splitlines()
@@ -44,9 +43,10 @@ def snapshot() -> str | None:
 
 
 def _kubectl(context: str, *args: str) -> str:
-    cmd = ["kubectl", *args, "--kubeconfig", str(config.kubeconfig_path()), "--context", context]
+    from tests.e2e.conftest import Kubectl  # imported late: this module loads with every test
+
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env=os.environ)
+        proc = Kubectl(context).run(*args, check=False, timeout=20)
     except subprocess.TimeoutExpired:
         return "(kubectl timed out)"
     return (proc.stdout + proc.stderr).rstrip() or "(none)"

@@ -635,20 +635,29 @@ class PlacementLoop:
             "lastTransitionTime": since,
         }
         meta = obj["metadata"]
-        conditions = [condition]
-        head = {"name": meta["name"], "namespace": meta["namespace"]}
-        if info.kind in WHOLE_CONDITIONS:
-            others = (obj.get("status") or {}).get("conditions") or []
-            conditions = [*(c for c in others if c["type"] != PLACED), condition]
-            head["resourceVersion"] = meta["resourceVersion"]
-        body = {
-            "apiVersion": obj["apiVersion"],
-            "kind": obj["kind"],
-            "metadata": head,
-            "status": {"conditions": conditions},
-        }
         path = info.path(meta["namespace"], meta["name"], "status")
+        body = status_body(obj, info.kind, {"conditions": [condition]})
         await self.hub.apply(path, body, manager=COMPONENT)
+
+
+def status_body(obj: Obj, kind: str, status: dict[str, Any]) -> Obj:
+    """The body that server-side applies `status` to a hub object. Where the conditions list
+    is atomic (WHOLE_CONDITIONS) the conditions we do not write go back as read, in their
+    places, under the resourceVersion they were read at."""
+    meta = obj["metadata"]
+    head = {"name": meta["name"], "namespace": meta["namespace"]}
+    if kind in WHOLE_CONDITIONS and "conditions" in status:
+        ours = {c["type"]: c for c in status["conditions"]}
+        read = (obj.get("status") or {}).get("conditions") or []
+        merged = [ours.pop(c["type"], c) for c in read] + list(ours.values())
+        status = {**status, "conditions": merged}
+        head["resourceVersion"] = meta["resourceVersion"]
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "metadata": head,
+        "status": status,
+    }
 
 
 def _describe(placement: dict[str, int | None]) -> str:

@@ -32,11 +32,11 @@ from apiserver.placement.engine import Verdict
 from apiserver.placement.loop import (
     CLEANUP,
     DEPENDENCIES,
-    WHOLE_CONDITIONS,
     WORKLOADS,
     Kind,
     PlacementLoop,
     read_placement,
+    status_body,
 )
 from apiserver.sync.desired import (
     ORIGIN_LABEL,
@@ -425,27 +425,22 @@ class SyncLoop:
         desired = child_object(hub, info.api_version, info.kind, location, shares)
         digest = hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
         current = watch.get(info.key, key.split("|", 1)[1])
-        if current is not None and self._written.get((key, location)) == (
-            digest,
-            _version(current),
-        ):
-            # The child is as we last applied it and we would apply the same again. The hub's
-            # generation may still have moved (a Deployment's does on annotation changes, such
-            # as a new placement): the child reflects it all the same.
-            self.applied[(key, location)] = (
-                int(meta.get("generation", 0)),
-                int(current["metadata"].get("generation", 0)),
-            )
-            return True
-        if current is not None and _immutable_change(info.kind, current, desired):
-            if not _finished(current):
+        if current is not None:
+            # As we last applied it and we would apply the same again; or a finished Job whose
+            # share cannot change in place (its work there is done, and stays on record as it
+            # is; a running one is made anew). The hub's generation may still have moved (a
+            # Deployment's does on annotation changes, such as a new placement): the child
+            # reflects it all the same.
+            unchanged = self._written.get((key, location)) == (digest, _version(current))
+            immutable = not unchanged and _immutable_change(info.kind, current, desired)
+            if immutable and not _finished(current):
                 return await self._replace(key, info, hub, location)
-            # Its work there is done (or failed for good) and stays on record as it is.
-            self.applied[(key, location)] = (
-                int(meta.get("generation", 0)),
-                int(current["metadata"].get("generation", 0)),
-            )
-            return True
+            if unchanged or immutable:
+                self.applied[(key, location)] = (
+                    int(meta.get("generation", 0)),
+                    int(current["metadata"].get("generation", 0)),
+                )
+                return True
         try:
             await self._ensure_namespace(watch, meta["namespace"])
             applied = await watch.kube.apply(
@@ -538,22 +533,11 @@ class SyncLoop:
             _now(),
         )
         await self._show_move(hub, status, waiting)
-        meta = hub["metadata"]
-        head = {"name": meta["name"], "namespace": meta["namespace"]}
-        if info.kind in WHOLE_CONDITIONS:  # the placement loop's condition goes back as read
-            ours = {c["type"] for c in status["conditions"]}
-            others = (hub.get("status") or {}).get("conditions") or []
-            status["conditions"] += [c for c in others if c["type"] not in ours]
-            head["resourceVersion"] = meta["resourceVersion"]
         if not _differs(hub.get("status") or {}, status):
             return
-        body = {
-            "apiVersion": hub["apiVersion"],
-            "kind": hub["kind"],
-            "metadata": head,
-            "status": status,
-        }
-        await self.hub.apply(info.path(meta["namespace"], meta["name"], "status"), body, MANAGER)
+        meta = hub["metadata"]
+        path = info.path(meta["namespace"], meta["name"], "status")
+        await self.hub.apply(path, status_body(hub, info.kind, status), MANAGER)
 
     async def _show_move(self, hub: Obj, status: dict[str, Any], waiting: tuple[str, ...]) -> None:
         """A handover in progress shows as Synced=False/Moving with what it waits for, and as

@@ -92,8 +92,7 @@ def test_move_of_some_replicas_then_a_timeout_says_how_to_go_on_or_back(
     ), late.stderr
     assert error[1:3] == [
         "The move goes on in the background. To keep waiting:",
-        f"  kubectl mc move deployment/web -n {namespace} --wait "
-        f"--kubeconfig {config.kubeconfig_path()} --context hub",
+        f"  kubectl mc move deployment/web -n {namespace} --wait {HUB_FLAGS}",
     ]
     assert error[3] == "To undo it (back to the previous strategy):"
     assert shell(error[2]).returncode == 0

@@ -20,15 +20,20 @@ from .test_placement import events_of, wait_locations_settled, wait_placement, w
 from .test_testbed import deployment, job
 
 
-def child_deployments(kubectl: dict[str, Kubectl], name: str, namespace: str) -> dict[str, Any]:
+def child_objects(
+    kubectl: dict[str, Kubectl], kind: str, name: str, namespace: str
+) -> dict[str, Any]:
+    """The child that holds `kind/name`, by location, for every location that has one."""
     found = {}
     for child in CHILDREN:
-        proc = kubectl[child].run(
-            "get", "deployment", name, "-n", namespace, "-o", "json", check=False
-        )
+        proc = kubectl[child].run("get", kind, name, "-n", namespace, "-o", "json", check=False)
         if proc.returncode == 0:
             found[child] = json.loads(proc.stdout)
     return found
+
+
+def child_deployments(kubectl: dict[str, Kubectl], name: str, namespace: str) -> dict[str, Any]:
+    return child_objects(kubectl, "deployment", name, namespace)
 
 
 def wait_children(
@@ -486,14 +491,8 @@ def test_a_job_whose_share_changes_is_replaced_there_and_a_finished_one_is_left(
     hub.run("wait", "--for=condition=Complete", "job/done", "-n", namespace, "--timeout=90s")
 
     def completions(name: str) -> dict[str, int]:
-        found = {}
-        for child in CHILDREN:
-            proc = kubectl[child].run(
-                "get", "job", name, "-n", namespace, "-o", "json", check=False
-            )
-            if proc.returncode == 0:
-                found[child] = json.loads(proc.stdout)["spec"]["completions"]
-        return found
+        jobs = child_objects(kubectl, "job", name, namespace)
+        return {child: copy["spec"]["completions"] for child, copy in jobs.items()}
 
     def wait_completions(name: str, expected: dict[str, int]) -> None:
         deadline = time.monotonic() + 60

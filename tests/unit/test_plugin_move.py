@@ -530,10 +530,10 @@ def test_a_drain_that_times_out_names_the_workloads_left_and_what_they_wait_for(
     hub = RemoteHub(
         {
             f"{drain.LOCATIONS}/us-west": location(3, 3, 2),
-            f"{drain.REMOTE}/deployments": {
+            "/apis/remote.kmc.dev/v1alpha1/deployments": {
                 "items": [remote("web", "shop", "us-west"), remote("web", "shop", "eu-west")]
             },
-            f"{drain.REMOTE}/jobs": {"items": [remote("once", "ops", "us-west")]},
+            "/apis/remote.kmc.dev/v1alpha1/jobs": {"items": [remote("once", "ops", "us-west")]},
             "/apis/apps/v1/namespaces/shop/deployments/web": {"status": {"conditions": [synced]}},
             "/apis/batch/v1/namespaces/ops/jobs/once": KubeError("gone", {"code": 404}),
         }
@@ -545,7 +545,9 @@ def test_a_drain_that_times_out_names_the_workloads_left_and_what_they_wait_for(
         "job.batch/once -n ops: gone from the hub",
     ]
     # Listing what is left is a courtesy: when it fails, the count still stands, and says so.
-    hub.answers[f"{drain.REMOTE}/statefulsets"] = KubeError("forbidden", {"code": 403})
+    hub.answers["/apis/remote.kmc.dev/v1alpha1/statefulsets"] = KubeError(
+        "forbidden", {"code": 403}
+    )
     assert drain.still_there(hub, "us-west")[1:] == ["(could not list the rest: forbidden)"]  # type: ignore[arg-type]
 
 
