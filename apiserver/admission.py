@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from apiserver.api.errors import bad_request
-from apiserver.keys import PLACEMENT
+from apiserver.keys import HUB_CACHE
 from apiserver.placement.loop import STRATEGY
 from apiserver.placement.strategy import StrategyError, parse_strategy
 
@@ -35,7 +35,7 @@ async def review(request: web.Request) -> web.Response:
         uid = asked["uid"]
     except (json.JSONDecodeError, KeyError, TypeError):
         raise bad_request("expected an admission.k8s.io/v1 AdmissionReview") from None
-    known = {loc["metadata"]["name"] for loc in request.app[PLACEMENT].locations.cache.values()}
+    known = set(request.app[HUB_CACHE].locations.cache)
     verdict = judge(asked, known)
     return web.json_response(
         {

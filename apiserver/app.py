@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import prometheus_client
 from aiohttp import web
 
-from apiserver import admission, serving, workloads
+from apiserver import admission, metrics, serving, workloads
 from apiserver.api import documents
 from apiserver.api.authn import (
     Authenticator,
@@ -27,6 +28,7 @@ from apiserver.api.authn import (
 from apiserver.api.authz import Authorizer
 from apiserver.api.errors import status_errors
 from apiserver.api.guard import guard
+from apiserver.hubcache import HubCache
 from apiserver.keys import (
     AUTHENTICATOR,
     AUTHORIZER,
@@ -34,6 +36,7 @@ from apiserver.keys import (
     FLEET,
     FRONT_PROXY,
     HUB,
+    HUB_CACHE,
     LOCATIONS,
     LOOPS,
     OPTIONS,
@@ -50,6 +53,7 @@ from apiserver.options import Options
 from apiserver.placement.loop import PlacementLoop
 from apiserver.placement.loop import Settings as PlacementSettings
 from apiserver.remote import handlers as remote
+from apiserver.sync.loop import Settings as SyncSettings
 from apiserver.sync.loop import SyncLoop
 
 log = logging.getLogger(__name__)
@@ -67,6 +71,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     app.router.add_get("/healthz", _ok)
     app.router.add_get("/livez", _livez)
     app.router.add_get("/readyz", _readyz)
+    app.router.add_get("/metrics", _metrics)
     documents.add_routes(app)
     workloads.add_routes(app)
     remote.add_routes(app)
@@ -119,23 +124,28 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     leadership = Leadership(app[HUB], identity(options.secure_port))
     if not options.leader_elect:
         leadership.leading.set()
-    app[LOCATIONS] = LocationLoop(app[HUB], app[FLEET], settings, leadership.leading)
+    metrics.LEADER.set_function(lambda: float(leadership.leading.is_set()))
+    cache = app[HUB_CACHE] = HubCache(app[HUB])
+    app[LOCATIONS] = LocationLoop(
+        app[HUB], cache.locations, app[FLEET], settings, leadership.leading
+    )
     app[PLACEMENT] = PlacementLoop(
-        app[HUB],
+        cache,
         app[FLEET],
-        app[LOCATIONS].informer,
         PlacementSettings(
             grace=options.grace_period,
             cooldown=options.cooldown,
             capacity_hold=options.capacity_hold,
+            workers=options.workers,
         ),
         pending=app[LOCATIONS].unschedulable,
         leading=leadership.leading,
     )
     app[LOCATIONS].stuck_listeners.append(app[PLACEMENT].on_stuck)
-    app[SYNC] = SyncLoop(app[HUB], app[FLEET], app[PLACEMENT], app[LOCATIONS].informer)
+    app[SYNC] = SyncLoop(cache, app[FLEET], app[PLACEMENT], SyncSettings(workers=options.workers))
     app[LOOPS] = {
         "front-proxy": asyncio.create_task(app[FRONT_PROXY].run(), name="front-proxy"),
+        "hub-cache": asyncio.create_task(cache.run(), name="hub-cache"),
         "locations": asyncio.create_task(app[LOCATIONS].run(), name="locations"),
         "placement": asyncio.create_task(app[PLACEMENT].run(), name="placement"),
         "sync": asyncio.create_task(app[SYNC].run(), name="sync"),
@@ -162,6 +172,13 @@ async def _ok(_: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
+async def _metrics(request: web.Request) -> web.Response:
+    """Prometheus' text format (authorized like any path: `get` on nonResourceURL /metrics)."""
+    request.app[HUB_CACHE].count_objects()
+    body = prometheus_client.generate_latest(metrics.REGISTRY)
+    return web.Response(body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+
+
 async def _livez(request: web.Request) -> web.Response:
     """Alive while every loop runs; a loop that died is a reason to restart us."""
     dead = [name for name, task in request.app[LOOPS].items() if task.done()]
@@ -172,7 +189,7 @@ async def _livez(request: web.Request) -> web.Response:
 
 async def _readyz(request: web.Request) -> web.Response:
     """Ready once the caches the handlers read from have synced."""
-    if not request.app[LOCATIONS].informer.synced.is_set() or not request.app[PLACEMENT].synced:
+    if not request.app[HUB_CACHE].synced:
         return web.Response(status=503, text="caches not synced yet")
     if not request.app[FRONT_PROXY].loaded.is_set():
         return web.Response(status=503, text="the hub's front-proxy configuration is not loaded")

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from apiserver.api.authn import Authenticator, FrontProxyWatch
 from apiserver.api.authz import Authorizer
+from apiserver.hubcache import HubCache
 from apiserver.kube.client import Kube
 from apiserver.locations.fleet import Fleet
 from apiserver.locations.loop import LocationLoop
@@ -23,6 +24,7 @@ OPTIONS = web.AppKey("options", Options)
 HUB = web.AppKey("hub", Kube)
 FLEET = web.AppKey("fleet", Fleet)
 LOOPS = web.AppKey("loops", dict[str, "asyncio.Task[None]"])
+HUB_CACHE = web.AppKey("hub_cache", HubCache)
 LOCATIONS = web.AppKey("locations", LocationLoop)
 PLACEMENT = web.AppKey("placement", PlacementLoop)
 SYNC = web.AppKey("sync", SyncLoop)

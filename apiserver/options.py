@@ -33,6 +33,7 @@ class Options:
     capacity_hold: float
     remote_timeout: float
     read_concurrency: int
+    workers: int
     leader_elect: bool
     cert_check_interval: float
     log_level: str
@@ -106,6 +107,13 @@ def parser() -> argparse.ArgumentParser:
         "turn, so a burst of big lists cannot starve discovery, health checks and the loops",
     )
     p.add_argument(
+        "--workers",
+        type=int,
+        default=32,
+        help="reconciles at once in each of the placement and sync loops (they mostly wait on "
+        "the hub and the children, so many more than the cores)",
+    )
+    p.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -146,5 +154,7 @@ def validate(options: Options) -> None:
         )
     if options.read_concurrency < 1:
         raise OptionsError("--read-concurrency must be at least 1")
+    if options.workers < 1:
+        raise OptionsError("--workers must be at least 1")
     if options.grace_period < 0 or options.cooldown < 0 or options.capacity_hold < 0:
         raise OptionsError("--grace-period, --cooldown and --capacity-hold cannot be negative")

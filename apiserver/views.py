@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from apiserver.api.table import Column, age
-from apiserver.placement.loop import Kind, read_placement
+from apiserver.kinds import Kind
+from apiserver.placement.loop import read_placement
 from apiserver.placement.strategy import Strategy
 from apiserver.sync.report import LocationState
 

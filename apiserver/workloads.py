@@ -17,9 +17,10 @@ from aiohttp import web
 from apiserver.api import errors, table
 from apiserver.api.guard import info_of
 from apiserver.api.respond import WatchStream, json_response, object_list, table_of
-from apiserver.keys import BIG_READS, HUB, PLACEMENT, SYNC
+from apiserver.keys import BIG_READS, HUB, HUB_CACHE, PLACEMENT, SYNC
+from apiserver.kinds import WORKLOADS, Kind
 from apiserver.kube.client import ApiError, Kube
-from apiserver.placement.loop import STRATEGY, WORKLOADS, Kind, PlacementLoop, read_placement
+from apiserver.placement.loop import STRATEGY, PlacementLoop, read_placement
 from apiserver.subresources import locations as locations_sub
 from apiserver.subresources import strategy as strategy_sub
 from apiserver.sync.loop import SyncLoop
@@ -236,9 +237,7 @@ async def _write_strategy(request: web.Request, kind: Kind, hub: Obj) -> Obj:
     if text is not None:
         unknown = (await placement.explain(kind.key, hub, annotation=text)).unknown
         if unknown:
-            known = ", ".join(
-                sorted(loc["metadata"]["name"] for loc in placement.locations.items())
-            )
+            known = ", ".join(sorted(request.app[HUB_CACHE].locations.cache))
             problem = f"no such location: {', '.join(unknown)} (locations: {known or 'none'})"
             raise errors.invalid("Strategy", GROUP, meta["name"], [("spec", problem)])
     if request.query.get("dryRun") == "All":

@@ -414,7 +414,7 @@ class FrontProxyWatch:
                 CONFIGMAP,
             )
 
-    async def _changed(self, kind: str, obj: Obj) -> None:
+    async def _changed(self, kind: str, obj: Obj, _: Obj | None) -> None:
         if kind == "DELETED":
             log.warning("%s was deleted on the hub; keeping the last configuration", CONFIGMAP)
             return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -17,10 +18,14 @@ import aiohttp
 import msgspec
 from multidict import CIMultiDict
 
+from apiserver import metrics
+
 Obj = dict[str, Any]
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 DEFAULT_TIMEOUT = 30.0
 
 
@@ -109,6 +114,29 @@ class Kube:
         if data is not None:
             extra["Content-Type"] = content_type
         all_headers = self._headers(extra)
+        started = time.monotonic()
+        try:
+            return await self._exchange(
+                method, path, params, data, all_headers, timeout, idle_timeout, decode, answering
+            )
+        except ApiError as err:
+            metrics.REQUEST_ERRORS.labels(self.name, str(err.code)).inc()
+            raise
+        finally:
+            metrics.REQUESTS.labels(self.name, method).observe(time.monotonic() - started)
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        data: bytes | None,
+        all_headers: CIMultiDict[str],
+        timeout: float,
+        idle_timeout: float | None,
+        decode: Callable[[bytes], Any] | None,
+        answering: asyncio.Event | None,
+    ) -> Any:
         try:
             async with self.session.request(
                 method,
@@ -160,6 +188,18 @@ class Kube:
 
     async def merge_patch(self, path: str, patch: Obj) -> Obj:
         return cast(Obj, await self.request("PATCH", path, body=patch, content_type=MERGE_PATCH))
+
+    async def strategic_patch(self, path: str, patch: Obj) -> Obj:
+        """Built-in kinds only: lists with a merge strategy (finalizers) are merged, not
+        replaced, so no resourceVersion precondition is needed to keep others' entries."""
+        return cast(
+            Obj, await self.request("PATCH", path, body=patch, content_type=STRATEGIC_PATCH)
+        )
+
+    async def json_patch(self, path: str, operations: list[Obj]) -> Obj:
+        return cast(
+            Obj, await self.request("PATCH", path, body=operations, content_type=JSON_PATCH)
+        )
 
     async def apply(self, path: str, body: Obj, manager: str, force: bool = True) -> Obj:
         params = {"fieldManager": manager, "force": "true" if force else "false"}

@@ -2,15 +2,15 @@
 
 The discipline (after kopf and client-go): list to get a resourceVersion, watch from it with
 bookmarks, relist on 410 Gone, back off on transient errors (honouring the server's
-Retry-After), and never hand out an object that a handler could mutate in the cache.
-Handlers get (event type, object) and must be idempotent: after a relist every object is
+Retry-After). Objects are handed out as they are cached, never copied: they are read-only
+to everyone, and whoever must change one copies it first. Handlers get (event type, object,
+the object as cached before or None) and must be idempotent: after a relist every object is
 delivered again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -20,7 +20,7 @@ from apiserver.kube.client import ApiError, Kube, Obj
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[str, Obj], Awaitable[None]]
+Handler = Callable[[str, Obj, Obj | None], Awaitable[None]]
 # Deletions remembered for `observe`: it only needs the ones of the last few seconds.
 _TOMBSTONES = 4096
 
@@ -54,7 +54,7 @@ class Informer:
         self,
         kube: Kube,
         path: str,
-        handler: Handler,
+        handler: Handler | None = None,
         params: dict[str, str] | None = None,
         backoff_cap: float = 30.0,
         slim: Callable[[Obj], Obj] | None = None,
@@ -63,7 +63,7 @@ class Informer:
         self.path = path
         self.slim = slim
         self.backoff_cap = backoff_cap
-        self.handlers = [handler]
+        self.handlers = [handler] if handler is not None else []
         self.params = params or {}
         self.cache: dict[str, Obj] = {}
         # Deleted keys and the version that said so, newest last: an answer to our own write
@@ -75,12 +75,12 @@ class Informer:
         """One more handler for every change (delivered after the earlier ones)."""
         self.handlers.append(handler)
 
-    async def _emit(self, kind: str, obj: Obj) -> None:
+    async def _emit(self, kind: str, obj: Obj, old: Obj | None) -> None:
         """Every handler sees the change; one that fails is logged and does not stop the others
         (the next relist delivers the object again)."""
         for handler in self.handlers:
             try:
-                await handler(kind, copy.deepcopy(obj))
+                await handler(kind, obj, old)
             except Exception:
                 log.exception(
                     "%s %s: handler failed on %s %s", self.kube.name, self.path, kind, key_of(obj)
@@ -102,18 +102,15 @@ class Informer:
         if old is None and gone is not None and _version(obj) <= gone:
             return  # deleted since: the watch saw it go
         self.cache[key] = obj
-        await self._emit("ADDED" if old is None else "MODIFIED", obj)
+        await self._emit("ADDED" if old is None else "MODIFIED", obj, old)
 
     def get(self, key: str) -> Obj | None:
-        obj = self.cache.get(key)
-        return copy.deepcopy(obj) if obj is not None else None
+        """The cached object itself: read-only."""
+        return self.cache.get(key)
 
     def items(self) -> list[Obj]:
-        return [copy.deepcopy(o) for o in self.cache.values()]
-
-    def peek(self, key: str) -> Obj | None:
-        """The cached object itself, for reading only: cheaper than `get` on hot paths."""
-        return self.cache.get(key)
+        """Every cached object (read-only), as a list that later changes do not touch."""
+        return list(self.cache.values())
 
     def _kept(self, obj: Obj) -> Obj:
         """What the cache keeps of an object: never managedFields (nothing reads them, and they
@@ -180,14 +177,14 @@ class Informer:
         for key in [k for k in self.cache if k not in fresh]:
             gone = self.cache.pop(key)
             self._bury(key, _version(listing))
-            await self._emit("DELETED", gone)
+            await self._emit("DELETED", gone, gone)
         for key, obj in fresh.items():
             old = self.cache.get(key)
             self.cache[key] = obj
             if old is None or old["metadata"].get("resourceVersion") != obj["metadata"].get(
                 "resourceVersion"
             ):
-                await self._emit("ADDED" if old is None else "MODIFIED", obj)
+                await self._emit("ADDED" if old is None else "MODIFIED", obj, old)
         self.synced.set()
         return str(listing.get("metadata", {}).get("resourceVersion", ""))
 
@@ -199,15 +196,15 @@ class Informer:
                 continue
             obj = self._kept(obj)
             key = key_of(obj)
+            old = self.cache.get(key)
             if kind == "DELETED":
                 self.cache.pop(key, None)
                 self._bury(key, _version(obj))
             else:
-                old = self.cache.get(key)
                 if old is not None and old["metadata"].get("resourceVersion") == version:
                     continue  # seen already, through `observe`
                 self.cache[key] = obj
-            await self._emit(kind, obj)
+            await self._emit(kind, obj, old)
         return version
 
 

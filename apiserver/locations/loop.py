@@ -40,6 +40,7 @@ class LocationLoop:
     def __init__(
         self,
         hub: Kube,
+        locations: Informer,
         fleet: Fleet,
         settings: Settings = Settings(),
         leading: asyncio.Event | None = None,
@@ -48,7 +49,8 @@ class LocationLoop:
         self.leading = leading
         self.fleet = fleet
         self.settings = settings
-        self.informer = Informer(hub, model.PATH, self._on_event)
+        self.informer = locations  # the hub cache's
+        locations.subscribe(self._on_event)
         self._probers: dict[str, tuple[str, asyncio.Task[None]]] = {}
         self._watched: dict[str, Watched] = {}
         # Told (location, owner) when a workload's count of unschedulable pods changes there.
@@ -67,13 +69,15 @@ class LocationLoop:
         return tell
 
     async def run(self) -> None:
+        """Probers come and go with the Locations the hub cache sees; this waits until the
+        server stops, and then stops them."""
         try:
-            await self.informer.run()
+            await asyncio.Event().wait()
         finally:
             for _, task in self._probers.values():
                 task.cancel()
 
-    async def _on_event(self, kind: str, obj: Obj) -> None:
+    async def _on_event(self, kind: str, obj: Obj, _: Obj | None) -> None:
         name = obj["metadata"]["name"]
         spec_key = repr(obj.get("spec", {}).get("secretRef"))
         running = self._probers.get(name)

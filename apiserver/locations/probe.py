@@ -45,10 +45,10 @@ class Watched:
         self.pods.subscribe(self._pod)
         self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods)]
 
-    async def _changed(self, _: str, __: Obj) -> None:
+    async def _changed(self, _: str, __: Obj, ___: Obj | None) -> None:
         self.wake()
 
-    async def _pod(self, event: str, pod: Obj) -> None:
+    async def _pod(self, event: str, pod: Obj, _: Obj | None) -> None:
         owner = self.unschedulable.update(event, pod)
         if owner is not None:
             self.stuck(owner)

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from apiserver import hubwrites
+from apiserver.hubcache import HubCache
+from apiserver.kinds import DEPENDENCIES, NAMESPACE_FOLLOWERS, QUOTA, WORKLOADS, Key, Kind
 from apiserver.kube import events
-from apiserver.kube.client import Kube, Obj
-from apiserver.kube.informer import Informer, key_of
+from apiserver.kube.client import ApiError, Kube, Obj
 from apiserver.locations.fleet import Fleet
 from apiserver.locations.model import Location
 from apiserver.locations.pending import Owner, Unschedulable
@@ -49,73 +51,20 @@ WHOLE_CONDITIONS = frozenset({"Job"})
 CLEANUP = "kmc.dev/cleanup"  # the sync loop's finalizer: children are deleted first
 COMPONENT = "kmc-placement"
 NEVER_PLACED = frozenset({"kube-system", "kube-public", "kube-node-lease", "kmc-system"})
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A namespaced kind the loop places; `key` is the Kind, or Kind.group for a CRD."""
-
-    key: str
-    kind: str
-    api_version: str
-    plural: str
-
-    @property
-    def collection(self) -> str:
-        """The all-namespaces list path."""
-        return f"{self._prefix}/{self.plural}"
-
-    @property
-    def _prefix(self) -> str:
-        return "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-
-    def path(self, namespace: str, name: str, subresource: str = "") -> str:
-        path = f"{self._prefix}/namespaces/{namespace}/{self.plural}/{name}"
-        return f"{path}/{subresource}" if subresource else path
-
-
-def _builtin(kind: str, api_version: str, plural: str) -> Kind:
-    return Kind(kind, kind, api_version, plural)
-
-
-WORKLOADS = {
-    k.key: k
-    for k in (
-        _builtin("Deployment", "apps/v1", "deployments"),
-        _builtin("StatefulSet", "apps/v1", "statefulsets"),
-        _builtin("ReplicaSet", "apps/v1", "replicasets"),
-        _builtin("DaemonSet", "apps/v1", "daemonsets"),
-        _builtin("Job", "batch/v1", "jobs"),
-    )
-}
-DEPENDENCIES = {
-    k.key: k
-    for k in (
-        _builtin("ConfigMap", "v1", "configmaps"),
-        _builtin("Secret", "v1", "secrets"),
-        _builtin("ServiceAccount", "v1", "serviceaccounts"),
-    )
-}
-# A namespace's quota goes where its workloads are, weighted by the replicas there; the sync
-# loop divides `spec.hard` by those weights (quota.divide_quota).
-QUOTA = _builtin("ResourceQuota", "v1", "resourcequotas")
-# Roles and RoleBindings go, whole, wherever the namespace's workloads run: punch-through reads
-# impersonate the caller in the children, and must be allowed there as they are on the hub.
-RBAC = "rbac.authorization.k8s.io/v1"
-NAMESPACE_FOLLOWERS = {
-    k.key: k
-    for k in (QUOTA, _builtin("Role", RBAC, "roles"), _builtin("RoleBinding", RBAC, "rolebindings"))
-}
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # Location status fields no placement decision reads.
 LOCATION_NOISE = frozenset({"lastProbeTime", "objects", "observedGeneration"})
+# Location status fields only capacity-weighed decisions read: they move whenever pods start.
+LOCATION_ROOM = frozenset({"capacity", "allocatable", "requested", "nodes", "readyNodes"})
+# A placement decided: (the object's key, the placement annotation it replaces, where), and
+# None for where when its write to the hub failed after all.
+Decided = Callable[[Key, str, dict[str, int | None] | None], None]
 
 
 @dataclass(frozen=True)
 class Settings:
     grace: float = 60.0
     cooldown: float = 60.0
-    workers: int = 4  # mostly waiting on the hub: more than the cores
+    workers: int = 32  # mostly waiting on the hub: many more than the cores
     resync: float = 60.0  # safety net: every object is looked at again this often
     # How long a location found short of room keeps its lowered share before it is tried again.
     capacity_hold: float = 300.0
@@ -159,52 +108,41 @@ def placement_text(placement: dict[str, int | None]) -> str:
 class PlacementLoop:
     def __init__(
         self,
-        hub: Kube,
+        cache: HubCache,
         fleet: Fleet,
-        locations: Informer,
         settings: Settings = Settings(),
         pending: Callable[[str], Unschedulable | None] = lambda _: None,
         leading: asyncio.Event | None = None,
     ) -> None:
-        self.hub = hub
+        self.hub: Kube = cache.hub
+        self.cache = cache
         self.leading = leading or _always()
         self.settings = settings
-        self.locations = locations
         self.pending = pending
+        self.events = events.Recorder(cache.hub, COMPONENT)
         # workload key -> location -> (share it is held to, until when): found short of room.
-        self._held: dict[str, dict[str, tuple[int, float]]] = {}
+        self._held: dict[Key, dict[str, tuple[int, float]]] = {}
         self._models: dict[str, tuple[str, Location]] = {}  # name -> (version, validated)
         self.schemas = SchemaCache(fleet)
-        self.queue = WorkQueue()
-        self.kinds = {**WORKLOADS, **DEPENDENCIES, **NAMESPACE_FOLLOWERS}
-        self.informers = {
-            key: Informer(hub, kind.collection, self._on_object(key))
-            for key, kind in self.kinds.items()
-        }
-        self.namespaces = Informer(hub, "/api/v1/namespaces", self._on_namespace)
-        self.crds = Informer(hub, CRDS, self._on_crd)
-        self._custom: dict[str, asyncio.Task[None]] = {}  # informers of CRD kinds
-        # Others working from the same hub objects (the sync loop) hear of every change by key.
-        self.listeners: list[Callable[[str], None]] = []
-        self.users: dict[str, set[str]] = {}  # dependency key -> workload keys using it
-        self._warned: dict[str, str] = {}  # key -> the last Warning message recorded for it
+        self.queue: WorkQueue[Key] = WorkQueue("placement", lane=lambda k: k.lane)
+        # Told of every new placement before it is written to the hub (the sync loop acts on
+        # it at once; the annotation stays the durable record).
+        self.deciders: list[Decided] = []
+        self._unwritten: set[Key] = set()  # whose last placement write failed
+        self.users: dict[Key, set[Key]] = {}  # dependency -> workloads using it
+        self._warned: dict[Key, str] = {}  # the last Warning message recorded for an object
         self._locations_seen: dict[str, Any] = {}  # name -> what decisions read of it
-        self.uses: dict[str, set[str]] = {}  # workload key -> dependency keys it uses
-        locations.subscribe(self._on_location)
+        self.uses: dict[Key, set[Key]] = {}  # workload -> dependencies it uses
+        cache.subscribe(self._on_object)
+        cache.namespaces.subscribe(self._on_namespace)
+        cache.locations.subscribe(self._on_location)
 
     # -- wiring -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        tasks = [
-            asyncio.create_task(i.run())
-            for i in (*self.informers.values(), self.namespaces, self.crds)
-        ]
-        await asyncio.gather(*(i.synced.wait() for i in self.informers.values()))
-        await self.namespaces.synced.wait()
-        await self.crds.synced.wait()
-        await self.locations.synced.wait()
+        await self.cache.wait_synced()
         self._enqueue_all()
-        tasks += [
+        tasks = [
             asyncio.create_task(self.queue.work(self.reconcile, __name__))
             for _ in range(self.settings.workers)
         ]
@@ -212,73 +150,34 @@ class PlacementLoop:
         try:
             await asyncio.gather(*tasks)
         finally:
-            for task in [*tasks, *self._custom.values()]:
+            for task in tasks:
                 task.cancel()
 
-    @property
-    def synced(self) -> bool:
-        return all(i.synced.is_set() for i in (*self.informers.values(), self.namespaces))
-
-    def _on_object(self, kind: str) -> Any:
-        async def handler(_: str, obj: Obj) -> None:
-            self.queue.add(f"{kind}|{key_of(obj)}")
-            for listener in self.listeners:
-                listener(f"{kind}|{key_of(obj)}")
-            if kind in WORKLOADS:
-                for follower in NAMESPACE_FOLLOWERS:
-                    self._enqueue_namespace(follower, obj["metadata"]["namespace"])
-
-        return handler
-
-    def _enqueue_namespace(self, kind: str, namespace: str) -> None:
-        informer = self.informers.get(kind)
-        for key in list(informer.cache if informer else ()):
-            if key.split("/", 1)[0] == namespace:
-                self.queue.add(f"{kind}|{key}")
-
-    async def _on_crd(self, event: str, crd: Obj) -> None:
-        """Objects of a namespaced CRD are placed when they carry a strategy: watch them."""
-        spec = crd.get("spec", {})
-        version = next((v["name"] for v in spec.get("versions", []) if v.get("storage")), None)
-        if spec.get("scope") != "Namespaced" or version is None:
-            return
-        group, names = spec["group"], spec["names"]
-        kind = Kind(
-            f"{names['kind']}.{group}", names["kind"], f"{group}/{version}", names["plural"]
-        )
-        established = any(
-            c.get("type") == "Established" and c.get("status") == "True"
-            for c in (crd.get("status") or {}).get("conditions") or []
-        )
-        if event == "DELETED" or not established:
-            task = self._custom.pop(kind.key, None)
-            if task:
-                task.cancel()
-            self.informers.pop(kind.key, None)
-            self.kinds.pop(kind.key, None)
-            return
-        if self.kinds.get(kind.key) == kind:
-            return
-        old = self._custom.pop(kind.key, None)
-        if old:
-            old.cancel()
-        self.kinds[kind.key] = kind
-        self.informers[kind.key] = Informer(self.hub, kind.collection, self._on_object(kind.key))
-        self._custom[kind.key] = asyncio.create_task(self.informers[kind.key].run())
+    async def _on_object(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
+        if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
+            return  # our Placed condition, the sync loop's fold: nothing a decision reads
+        key = Key.of(kind, obj)
+        self.queue.add(key)
+        if kind in WORKLOADS:
+            for follower in NAMESPACE_FOLLOWERS:
+                for dependent in self.cache.list_keys(follower, key.namespace):
+                    self.queue.add(dependent)
 
     def on_stuck(self, _location: str, owner: Owner) -> None:
         """A workload's count of unschedulable pods changed in a location: look again."""
         kind, namespace, name = owner
         if kind in WORKLOADS:
-            self.queue.add(f"{kind}|{namespace}/{name}")
+            self.queue.add(Key(kind, namespace, name))
 
-    async def _on_namespace(self, _: str, ns: Obj) -> None:
-        for kind in list(self.informers):
-            self._enqueue_namespace(kind, ns["metadata"]["name"])
+    async def _on_namespace(self, _: str, ns: Obj, __: Obj | None) -> None:
+        for key in self.cache.list_keys(namespace=ns["metadata"]["name"]):
+            self.queue.add(key)
 
-    async def _on_location(self, event: str, location: Obj) -> None:
-        """Re-decide everything when a Location changes in a way a decision can see; its probe
-        time and the sync loop's object count are not such a change."""
+    async def _on_location(self, event: str, location: Obj, _: Obj | None) -> None:
+        """Re-decide what a Location change can change: everything when its labels, spec,
+        readiness or served APIs change; only the decisions that weigh room when just its
+        capacity moved (pods starting there), at most once a second. Its probe time and the
+        sync loop's object count are no change at all."""
         name = location["metadata"]["name"]
         status = {
             k: v for k, v in (location.get("status") or {}).items() if k not in LOCATION_NOISE
@@ -288,61 +187,95 @@ class PlacementLoop:
             if event == "DELETED"
             else (location["metadata"].get("labels"), location.get("spec"), status)
         )
-        if self._locations_seen.get(name) == seen:
+        before = self._locations_seen.get(name)
+        if before == seen:
             return
         self._locations_seen[name] = seen
-        self._enqueue_all([k for k in self.kinds if k not in DEPENDENCIES])
+        kinds = [k for k in self.cache.kinds if k not in DEPENDENCIES]
+        if before is None or seen is None or before[:2] != seen[:2]:
+            self._enqueue_all(kinds)
+            return
+        changed = {
+            field
+            for field in set(before[2]) | set(seen[2])
+            if before[2].get(field) != seen[2].get(field)
+        }
+        if not changed <= LOCATION_ROOM:
+            self._enqueue_all(kinds)
+            return
+        for kind in kinds:
+            for key in self.cache.list_keys(kind):
+                if self._weighs_room(key):
+                    self.queue.add_debounced(key, 1.0)
+
+    def _weighs_room(self, key: Key) -> bool:
+        """Can room in a location change this object's placement? Only while it is not placed
+        yet (a Single picks the roomiest) or when its strategy weighs by capacity."""
+        obj = self.cache.get(key)
+        if obj is None:
+            return False
+        if not read_placement(obj):
+            return True
+        own = (obj["metadata"].get("annotations") or {}).get(STRATEGY) or ""
+        ns = self.cache.namespace(key.namespace)
+        inherited = (ns["metadata"].get("annotations") or {}).get(STRATEGY) or ""
+        return "capacity" in own or "capacity" in inherited
 
     def _enqueue_all(self, kinds: Iterable[str] | None = None) -> None:
-        for kind in list(kinds if kinds is not None else self.informers):
-            informer = self.informers.get(kind)
-            for key in list(informer.cache if informer else ()):
-                self.queue.add(f"{kind}|{key}")
+        for kind in list(kinds if kinds is not None else self.cache.kinds):
+            for key in self.cache.list_keys(kind):
+                self.queue.add(key)
 
     async def _resync(self) -> None:
         while True:
             await asyncio.sleep(self.settings.resync)
             self._enqueue_all()
+            self.cache.count_objects()
 
     # -- reconciling ----------------------------------------------------------------------
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: Key) -> None:
         await self.leading.wait()  # followers keep their caches, and act once they lead
-        kind, cache_key = key.split("|", 1)
-        informer, info = self.informers.get(kind), self.kinds.get(kind)
-        obj = informer.get(cache_key) if informer else None
-        if obj is None or info is None:
+        cached, info = self.cache.get(key), self.cache.kinds.get(key.kind)
+        if cached is None or info is None:
             self._forget_uses(key)
             self._warned.pop(key, None)
             self._held.pop(key, None)
+            self._unwritten.discard(key)
+            self.queue.forget(key)
             return
-        obj.setdefault("kind", info.kind)
-        obj.setdefault("apiVersion", info.api_version)
+        if cached["metadata"].get("deletionTimestamp"):
+            return  # going: the sync loop deletes its children, nothing is placed any more
+        obj = {"kind": info.kind, "apiVersion": info.api_version, **cached}  # cached: read-only
         annotations = obj["metadata"].get("annotations") or {}
-        namespace = obj["metadata"]["namespace"]
-        ns = self.namespaces.get(namespace) or {"metadata": {"name": namespace}}
-        if namespace in NEVER_PLACED or (ns["metadata"].get("labels") or {}).get(EXCLUDE) == "true":
+        ns = self.cache.namespace(key.namespace)
+        if (
+            key.namespace in NEVER_PLACED
+            or (ns["metadata"].get("labels") or {}).get(EXCLUDE) == "true"
+        ):
             return
-        if kind in DEPENDENCIES and STRATEGY not in annotations:
+        if key.kind in DEPENDENCIES and STRATEGY not in annotations:
             await self._follow_users(info, key, obj)
             return
-        if kind in NAMESPACE_FOLLOWERS:
-            await self._follow_namespace(info, obj)
+        if key.kind in NAMESPACE_FOLLOWERS:
+            await self._follow_namespace(info, key, obj)
             return
-        if kind not in WORKLOADS and kind not in DEPENDENCIES and STRATEGY not in annotations:
+        if (
+            key.kind not in WORKLOADS
+            and key.kind not in DEPENDENCIES
+            and STRATEGY not in annotations
+        ):
             return  # other kinds are placed only when asked to
         try:
             strategy, _ = self._strategy(info, obj, ns)
         except StrategyError as err:
-            await self._condition(info, obj, "False", "InvalidStrategy", str(err), warn=True)
+            await self._condition(info, key, obj, "False", "InvalidStrategy", str(err), warn=True)
             return
         now = time.time()
-        candidates = [
-            await self._candidate(loc, obj) for loc in list(self.locations.cache.values())
-        ]
+        candidates = [await self._candidate(loc, obj) for loc in self.cache.locations.items()]
         current = read_placement(obj)
         held = {n: share for n, (share, until) in self._held.get(key, {}).items() if until > now}
-        missing = self._missing(obj, candidates, now) if kind in WORKLOADS else {}
+        missing = self._missing(key, obj, candidates, now) if key.kind in WORKLOADS else {}
         # A held location already lost its stuck replicas; they linger until the child
         # scales down, and must not be taken away a second time.
         missing = {name: count for name, count in missing.items() if name not in held}
@@ -357,16 +290,23 @@ class PlacementLoop:
             limits=held,
         )
         self._hold(key, missing, current, decision.placement, now)
-        if decision.placement != current:
-            await self._write_placement(info, obj, decision.placement)
-            await self._announce(obj, current, decision)
         if decision.unplaceable:
-            await self._condition(
-                info, obj, "False", "Unplaceable", decision.unplaceable, warn=True
-            )
+            condition = ("False", "Unplaceable", decision.unplaceable, True)
         else:
-            await self._condition(info, obj, "True", "Placed", _describe(decision.placement))
-        if kind in WORKLOADS:
+            condition = ("True", "Placed", _describe(decision.placement), False)
+        if decision.placement != current:
+            self._announce(obj, current, decision)
+            write = self._write_placement(info, key, obj, decision.placement)
+            if info.kind in WHOLE_CONDITIONS:
+                # Its status write carries the resourceVersion it read: the placement's.
+                updated = await write
+                obj = {"kind": info.kind, "apiVersion": info.api_version, **updated}
+                await self._condition(info, key, obj, *condition)
+            else:
+                await asyncio.gather(write, self._condition(info, key, obj, *condition))
+        else:
+            await self._condition(info, key, obj, *condition)
+        if key.kind in WORKLOADS:
             self._track_uses(key, obj)
         self._look_again_when_due(key, candidates, current, now)
 
@@ -383,10 +323,9 @@ class PlacementLoop:
     def strategy_of(self, kind: str, obj: Obj) -> tuple[Strategy | None, str, str | None]:
         """The strategy in force for a hub object, its source, and the error if it does not
         parse; cheap (no decision), for listings."""
-        namespace = obj["metadata"]["namespace"]
-        ns = self.namespaces.get(namespace) or {"metadata": {"name": namespace}}
+        ns = self.cache.namespace(obj["metadata"]["namespace"])
         try:
-            strategy, source = self._strategy(self.kinds[kind], obj, ns)
+            strategy, source = self._strategy(self.cache.kinds[kind], obj, ns)
         except StrategyError as err:
             return None, "", str(err)
         return strategy, source, None
@@ -395,20 +334,17 @@ class PlacementLoop:
         """What deciding would say of a hub object now, writing nothing: the effective
         strategy (with `annotation` in place of the object's own, when given), its source, and
         every location's verdict. A strategy that does not parse is in `error`."""
-        info = self.kinds[kind]
+        info = self.cache.kinds[kind]
         obj = {"kind": info.kind, "apiVersion": info.api_version, **obj}
         if annotation is not None:
             meta = obj["metadata"] = dict(obj["metadata"])
             meta["annotations"] = {**(meta.get("annotations") or {}), STRATEGY: annotation}
-        namespace = obj["metadata"]["namespace"]
-        ns = self.namespaces.get(namespace) or {"metadata": {"name": namespace}}
+        ns = self.cache.namespace(obj["metadata"]["namespace"])
         try:
             strategy, source = self._strategy(info, obj, ns)
         except StrategyError as err:
             return Explanation(None, "", (), str(err), ())
-        candidates = [
-            await self._candidate(loc, obj) for loc in list(self.locations.cache.values())
-        ]
+        candidates = [await self._candidate(loc, obj) for loc in self.cache.locations.items()]
         decision = engine.decide(
             obj,
             strategy,
@@ -456,28 +392,27 @@ class PlacementLoop:
             free=_free(status.allocatable, status.requested),
         )
 
-    async def _follow_users(self, info: Kind, key: str, obj: Obj) -> None:
+    async def _follow_users(self, info: Kind, key: Key, obj: Obj) -> None:
         """A dependency goes exactly where the workloads that use it are."""
         placements = []
         for user in sorted(self.users.get(key, ())):
-            kind, cache_key = user.split("|", 1)
-            workload = self.informers[kind].get(cache_key)
+            workload = self.cache.get(user)
             if workload is not None:
                 placements.append(read_placement(workload))
         placement: dict[str, int | None] = dict(follow(placements))
         current = read_placement(obj)
         has_annotation = PLACEMENT in (obj["metadata"].get("annotations") or {})
         if placement != current or (placement and not has_annotation):
-            await self._write_placement(info, obj, placement)
+            await self._write_placement(info, key, obj, placement)
 
-    async def _follow_namespace(self, info: Kind, obj: Obj) -> None:
+    async def _follow_namespace(self, info: Kind, key: Key, obj: Obj) -> None:
         """Where the namespace's workloads run; a quota is weighted by their replicas there
         (1 for kinds without replicas), other kinds are copied whole."""
-        namespace = obj["metadata"]["namespace"]
         weights: dict[str, int | None] = {}
         for kind in WORKLOADS:
-            for key, workload in list(self.informers[kind].cache.items()):
-                if key.split("/", 1)[0] != namespace:
+            for workload_key in self.cache.list_keys(kind, key.namespace):
+                workload = self.cache.get(workload_key)
+                if workload is None:
                     continue
                 for location, replicas in read_placement(workload).items():
                     weights[location] = (weights.get(location) or 0) + (
@@ -486,9 +421,11 @@ class PlacementLoop:
         if info is not QUOTA:
             weights = dict.fromkeys(weights)
         if weights != read_placement(obj):
-            await self._write_placement(info, obj, weights)
+            await self._write_placement(info, key, obj, weights)
 
-    def _missing(self, obj: Obj, candidates: list[engine.Candidate], now: float) -> dict[str, int]:
+    def _missing(
+        self, key: Key, obj: Obj, candidates: list[engine.Candidate], now: float
+    ) -> dict[str, int]:
         """Replicas stuck unschedulable past the grace period, per location; a look is
         scheduled for when the next stuck pod's grace period ends."""
         meta = obj["metadata"]
@@ -506,12 +443,12 @@ class PlacementLoop:
             if earliest is not None and earliest + self.settings.grace > now:
                 due.append(earliest + self.settings.grace)
         if due:
-            self.queue.add_after(f"{obj['kind']}|{key_of(obj)}", min(due) - now + 0.5)
+            self.queue.add_after(key, min(due) - now + 0.5)
         return missing
 
     def _hold(
         self,
-        key: str,
+        key: Key,
         missing: dict[str, int],
         current: dict[str, int | None],
         placement: dict[str, int | None],
@@ -534,10 +471,9 @@ class PlacementLoop:
         else:
             self._held.pop(key, None)
 
-    def _track_uses(self, key: str, obj: Obj) -> None:
-        namespace = obj["metadata"]["namespace"]
+    def _track_uses(self, key: Key, obj: Obj) -> None:
         spec = pod_spec_of(obj)
-        refs = {f"{kind}|{namespace}/{name}" for kind, name in (references(spec) if spec else ())}
+        refs = {Key(kind, key.namespace, name) for kind, name in (references(spec) if spec else ())}
         for dep in self.uses.get(key, set()) | refs:
             if dep in refs:
                 self.users.setdefault(dep, set()).add(key)
@@ -546,13 +482,13 @@ class PlacementLoop:
             self.queue.add(dep)
         self.uses[key] = refs
 
-    def _forget_uses(self, key: str) -> None:
+    def _forget_uses(self, key: Key) -> None:
         for dep in self.uses.pop(key, set()):
             self.users.get(dep, set()).discard(key)
             self.queue.add(dep)
 
     def _look_again_when_due(
-        self, key: str, candidates: list[engine.Candidate], current: dict[str, Any], now: float
+        self, key: Key, candidates: list[engine.Candidate], current: dict[str, Any], now: float
     ) -> None:
         """Grace periods and cooldowns end without any event: schedule a look for then."""
         due = []
@@ -568,42 +504,54 @@ class PlacementLoop:
     # -- writing --------------------------------------------------------------------------
 
     async def _write_placement(
-        self, info: Kind, obj: Obj, placement: dict[str, int | None]
-    ) -> None:
+        self, info: Kind, key: Key, obj: Obj, placement: dict[str, int | None]
+    ) -> Obj:
+        """Hand the placement to whoever acts on it (the sync loop writes the children now),
+        then record it on the hub, where it is the durable record; the hub's answer. If that
+        write fails the hand-over is taken back (the children follow the hub's record again),
+        and not made again until a write of this object succeeds: a write that keeps failing
+        must not make children come and go."""
         meta = obj["metadata"]
-        patch: dict[str, Any] = {
-            "metadata": {
-                "resourceVersion": meta["resourceVersion"],  # a stale view fails, and retries
-                "annotations": {PLACEMENT: placement_text(placement)},
-            }
-        }
-        finalizers = list(meta.get("finalizers") or [])
-        if placement and CLEANUP not in finalizers:
-            # The sync loop's finalizer, set in the same write: children never exist before it,
-            # and the sync loop needs no extra round trip to the hub first.
-            patch["metadata"]["finalizers"] = [*finalizers, CLEANUP]
-        updated = await self.hub.merge_patch(info.path(meta["namespace"], meta["name"]), patch)
-        informer = self.informers.get(info.key)
-        if informer is not None and updated.get("metadata"):
-            await informer.observe(updated)  # the sync loop starts at once
-        log.info(
-            "%s %s/%s placed: %s",
-            obj["kind"],
-            meta["namespace"],
-            meta["name"],
-            _describe(placement),
-        )
+        replaced = (meta.get("annotations") or {}).get(PLACEMENT) or ""
+        handing = key not in self._unwritten
+        for decided in self.deciders if handing else ():
+            decided(key, replaced, placement)
+        try:
+            updated = await hubwrites.annotate(
+                self.hub,
+                info,
+                obj,
+                {PLACEMENT: placement_text(placement)},
+                # The sync loop's finalizer, set in the same write as the first placement.
+                CLEANUP if placement else "",
+            )
+        except ApiError:
+            self._unwritten.add(key)
+            for decided in self.deciders if handing else ():
+                decided(key, replaced, None)
+            raise
+        self._unwritten.discard(key)
+        await self.cache.observe(info.key, updated)
+        log.info("%s placed: %s", key, _describe(placement))
+        return updated
 
-    async def _announce(self, obj: Obj, current: dict[str, Any], decision: engine.Decision) -> None:
+    def _announce(self, obj: Obj, current: dict[str, Any], decision: engine.Decision) -> None:
         if not current:
             message = f"placed on {_describe(decision.placement)}"
-            await events.record(self.hub, obj, "Normal", "Placed", message, COMPONENT)
+            self.events.post(obj, "Normal", "Placed", message)
             return
         for change in decision.changes:
-            await events.record(self.hub, obj, "Normal", _reason(change), change, COMPONENT)
+            self.events.post(obj, "Normal", _reason(change), change)
 
     async def _condition(
-        self, info: Kind, obj: Obj, status: str, reason: str, message: str, warn: bool = False
+        self,
+        info: Kind,
+        key: Key,
+        obj: Obj,
+        status: str,
+        reason: str,
+        message: str,
+        warn: bool = False,
     ) -> None:
         """Set `kmc.dev/Placed` (kinds with a status), with a Warning Event when it turns bad."""
         old = next(
@@ -616,12 +564,11 @@ class PlacementLoop:
             message,
         ):
             return
-        key = f"{info.key}|{key_of(obj)}"
         if warn and self._warned.get(key) != message:
             # Remembered too: a reconcile working from a cache that predates our condition
             # write must not warn twice.
             self._warned[key] = message
-            await events.record(self.hub, obj, "Warning", reason, message, COMPONENT)
+            self.events.post(obj, "Warning", reason, message)
         elif not warn:
             self._warned.pop(key, None)
         if info.key not in WORKLOADS:
@@ -638,6 +585,23 @@ class PlacementLoop:
         path = info.path(meta["namespace"], meta["name"], "status")
         body = status_body(obj, info.kind, {"conditions": [condition]})
         await self.hub.apply(path, body, manager=COMPONENT)
+
+
+def only_status_changed(new: Obj, old: Obj) -> bool:
+    """Is the status all that differs between two versions of an object (its version aside)?
+    Status is what the loops themselves write; no decision reads it."""
+    if new.keys() != old.keys():
+        return False
+    for field, value in new.items():
+        if field == "metadata":
+            skip = ("resourceVersion", "managedFields")
+            if {k: v for k, v in value.items() if k not in skip} != {
+                k: v for k, v in old[field].items() if k not in skip
+            }:
+                return False
+        elif field != "status" and value != old[field]:
+            return False
+    return True
 
 
 def status_body(obj: Obj, kind: str, status: dict[str, Any]) -> Obj:

@@ -18,23 +18,25 @@ import contextlib
 import datetime
 import hashlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
+from apiserver import hubwrites
+from apiserver.hubcache import HubCache
+from apiserver.kinds import DEPENDENCIES, NAMESPACE, WORKLOADS, Key, Kind
 from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube, Obj
-from apiserver.kube.informer import Informer, key_of
+from apiserver.kube.informer import Informer
 from apiserver.locations.fleet import Fleet
 from apiserver.placement.engine import Verdict
 from apiserver.placement.loop import (
     CLEANUP,
-    DEPENDENCIES,
-    WORKLOADS,
-    Kind,
+    PLACEMENT,
     PlacementLoop,
+    only_status_changed,
     read_placement,
     status_body,
 )
@@ -53,12 +55,14 @@ from apiserver.workqueue import WorkQueue
 log = logging.getLogger(__name__)
 
 MANAGER = "kmc-sync"
-NAMESPACE = "Namespace"  # queue keys `Namespace|<name>`: a child namespace we made
+# A child's status moves many times while its pods start: its hub object is looked at (and
+# its status folded up) at once for the first change, then at most this often.
+FOLD_EVERY = 0.5
 
 
 @dataclass(frozen=True)
 class Settings:
-    workers: int = 4
+    workers: int = 32  # mostly waiting on the hub and the children
     cleanup_retry: float = 5.0  # a child we could not delete yet is tried again this often
     count_interval: float = 2.0  # how often each Location's `status.objects` is brought up to date
     patience: float = 2.0  # longest a worker waits for one child write
@@ -68,11 +72,12 @@ class Settings:
 class ChildWatch:
     """Our objects in one child (origin label set), per kind, as last seen."""
 
-    def __init__(self, location: str, kube: Kube, on_change: Any) -> None:
+    def __init__(self, location: str, kube: Kube, on_change: Callable[[Key, bool], None]) -> None:
         self.location = location
         self.kube = kube
         self.on_change = on_change
         self.informers: dict[str, Informer] = {}
+        self.kinds: dict[str, Kind] = {}
         self.tasks: list[asyncio.Task[None]] = []
         self.namespaces: set[str] = set()  # known to exist in the child
         # The namespaces we made there (origin label): each goes when its hub namespace does.
@@ -85,15 +90,18 @@ class ChildWatch:
         )
         self.tasks.append(asyncio.create_task(self.made.run(), name=f"namespaces {location}"))
 
-    async def _namespace_changed(self, _: str, ns: Obj) -> None:
-        self.on_change(f"{NAMESPACE}|{ns['metadata']['name']}")
+    async def _namespace_changed(self, _: str, ns: Obj, __: Obj | None) -> None:
+        self.on_change(Key(NAMESPACE, "", ns["metadata"]["name"]), True)
 
     def ensure(self, kind: Kind) -> None:
         if kind.key in self.informers:
             return
+        self.kinds[kind.key] = kind
 
-        async def handler(_: str, obj: Obj) -> None:
-            self.on_change(f"{kind.key}|{key_of(obj)}")
+        async def handler(event: str, obj: Obj, old: Obj | None) -> None:
+            # Status churn is folded up in batches; anything else is looked at at once.
+            churn = event == "MODIFIED" and old is not None and only_status_changed(obj, old)
+            self.on_change(Key.of(kind.key, obj), not churn)
 
         # A child back from an outage must be seen again within seconds: the hub's status of
         # everything placed there waits for it.
@@ -108,14 +116,10 @@ class ChildWatch:
         self.informers[kind.key] = informer
         self.tasks.append(asyncio.create_task(informer.run(), name=f"watch {self.location}"))
 
-    def get(self, kind: str, key: str) -> Obj | None:
-        informer = self.informers.get(kind)
-        return informer.get(key) if informer else None
-
-    def peek(self, kind: str, key: str) -> Obj | None:
-        """`get` without the copy: for reading only."""
-        informer = self.informers.get(kind)
-        return informer.peek(key) if informer else None
+    def get(self, key: Key) -> Obj | None:
+        """Our child of a hub object, as cached (read-only)."""
+        informer = self.informers.get(key.kind)
+        return informer.get(key.cache_key) if informer else None
 
     def namespace_has_workloads(self, namespace: str) -> bool:
         return any(
@@ -138,39 +142,64 @@ class ChildWatch:
 class SyncLoop:
     def __init__(
         self,
-        hub: Kube,
+        cache: HubCache,
         fleet: Fleet,
         placement: PlacementLoop,
-        locations: Informer,
         settings: Settings = Settings(),
     ) -> None:
-        self.hub = hub
+        self.hub: Kube = cache.hub
+        self.cache = cache
         self.leading = placement.leading
         self.fleet = fleet
-        self.placement = placement
-        self.locations = locations
         self.settings = settings
-        self.queue = WorkQueue()
+        self.events = events.Recorder(cache.hub, MANAGER)
+        self.queue: WorkQueue[Key] = WorkQueue("sync", lane=lambda k: k.lane)
         self.children: dict[str, ChildWatch] = {}
-        # (hub key, location) -> (hub generation applied, child generation it produced)
-        self.applied: dict[tuple[str, str], tuple[int, int]] = {}
-        # (hub key, location) -> (digest of what we applied, the child's version it produced).
+        # hub key -> location -> (hub generation applied, child generation it produced)
+        self.applied: dict[Key, dict[str, tuple[int, int]]] = {}
+        # hub key -> location -> (digest of what we applied, the child's version it produced).
         # A child status change re-queues the hub object; this spares re-applying unchanged
         # objects. A spec edit by hand bumps the generation, so drift is still undone.
-        self._written: dict[tuple[str, str], tuple[str, str]] = {}
+        self._written: dict[Key, dict[str, tuple[str, str]]] = {}
+        # Placements handed over by the placement loop before they are on the hub: hub key ->
+        # (the annotation it replaces, the placement). Good only while the cached object still
+        # has that annotation; then the hub's annotation says it (or, if the write failed,
+        # the placement loop takes it back, and the children converge to what the hub says).
+        self._handed: dict[Key, tuple[str, dict[str, int | None]]] = {}
         self._ready_seen: dict[str, Any] = {}  # location -> its Ready condition as last seen
         # Child writes still going on in the background, and each location's lane.
-        self._inflight: dict[tuple[str, str], asyncio.Task[bool]] = {}
+        self._inflight: dict[tuple[Key, str], asyncio.Task[bool]] = {}
         self._lanes: dict[str, asyncio.Semaphore] = {}
-        placement.listeners.append(self.queue.add)
-        placement.namespaces.subscribe(self._on_hub_namespace)
-        locations.subscribe(self._on_location)
+        cache.subscribe(self._on_hub_object)
+        cache.namespaces.subscribe(self._on_hub_namespace)
+        cache.locations.subscribe(self._on_location)
+        placement.deciders.append(self.take)
+
+    def take(self, key: Key, replaced: str, placement: dict[str, int | None] | None) -> None:
+        """The placement loop decided `placement` in place of the `replaced` annotation: act on
+        it now, while the decision is still on its way to the hub. None: its write failed, and
+        the hub's record holds again."""
+        if placement is None:
+            self._handed.pop(key, None)
+        else:
+            self._handed[key] = (replaced, placement)
+        self.queue.add(key)
+
+    async def _on_hub_object(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
+        if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
+            return  # our own fold, the placement loop's condition: nothing to do
+        self.queue.add(Key.of(kind, obj))
+
+    def _on_child(self, key: Key, now: bool) -> None:
+        if now:
+            self.queue.add(key)
+        else:
+            self.queue.add_debounced(key, FOLD_EVERY)
 
     async def run(self) -> None:
-        await asyncio.gather(*(i.synced.wait() for i in self.placement.informers.values()))
-        await self.locations.synced.wait()
-        for location in self.locations.items():
-            await self._on_location("ADDED", location)
+        await self.cache.wait_synced()
+        for location in self.cache.locations.items():
+            await self._on_location("ADDED", location, None)
         self._enqueue_all()
         workers = [
             asyncio.create_task(self.queue.work(self.reconcile, __name__))
@@ -195,7 +224,7 @@ class SyncLoop:
             await self.leading.wait()
             for name, watch in list(self.children.items()):
                 count = watch.count()
-                location = self.locations.get(name)
+                location = self.cache.locations.get(name)
                 if count is None or location is None:
                     continue
                 # The generation says "counted after this spec": a drain waits for a count
@@ -209,15 +238,14 @@ class SyncLoop:
                         )
 
     def _enqueue_all(self) -> None:
-        for kind, informer in list(self.placement.informers.items()):
-            for key in list(informer.cache):
-                self.queue.add(f"{kind}|{key}")
+        for key in self.cache.list_keys():
+            self.queue.add(key)
         for watch in list(self.children.values()):
             for name in list(watch.made.cache):
-                if self.placement.namespaces.peek(name) is None:
-                    self.queue.add(f"{NAMESPACE}|{name}")
+                if self.cache.namespaces.get(name) is None:
+                    self.queue.add(Key(NAMESPACE, "", name))
 
-    async def _on_location(self, event: str, location: Obj) -> None:
+    async def _on_location(self, event: str, location: Obj, _: Obj | None) -> None:
         """Start or stop a location's watches; re-look at everything only when what a
         reconcile reads of the location changed: its watches, or whether it is Ready."""
         name = location["metadata"]["name"]
@@ -233,7 +261,7 @@ class SyncLoop:
             if kube is not None and (watch is None or watch.kube is not kube):
                 if watch:
                     watch.stop()
-                watch = ChildWatch(name, kube, self.queue.add)
+                watch = ChildWatch(name, kube, self._on_child)
                 for kind in (*WORKLOADS.values(), *DEPENDENCIES.values()):
                     watch.ensure(kind)
                 self.children[name] = watch
@@ -255,60 +283,55 @@ class SyncLoop:
             self._ready_seen[name] = ready
             self._enqueue_all()
 
-    async def _on_hub_namespace(self, event: str, ns: Obj) -> None:
+    async def _on_hub_namespace(self, event: str, ns: Obj, _: Obj | None) -> None:
         if event == "DELETED":
-            self.queue.add(f"{NAMESPACE}|{ns['metadata']['name']}")
+            self.queue.add(Key(NAMESPACE, "", ns["metadata"]["name"]))
 
     def locations_of(
         self, kind_key: str, hub: Obj, verdicts: tuple[Verdict, ...] = ()
     ) -> list[LocationState]:
         """Where a hub object runs, a row per location (see `report.location_states`)."""
-        meta = hub["metadata"]
-        cache_key = f"{meta['namespace']}/{meta['name']}"
-        children = self._children(kind_key, cache_key, meta["uid"])
+        key = Key.of(kind_key, hub)
+        children = self._children(key, hub["metadata"]["uid"])
         placement = read_placement(hub)
-        key = f"{kind_key}|{cache_key}"
-        applied = {
-            loc: done
-            for loc in set(placement) | set(children)
-            if (done := self.applied.get((key, loc))) is not None
-        }
-        kind = self.placement.kinds[kind_key].kind
+        done = self.applied.get(key, {})
+        applied = {loc: done[loc] for loc in set(placement) | set(children) if loc in done}
+        kind = self.cache.kinds[kind_key].kind
         return location_states(hub, kind, placement, children, applied, self._stale(), verdicts)
 
-    def _children(self, kind_key: str, cache_key: str, uid: str) -> dict[str, Obj]:
+    def _children(self, key: Key, uid: str) -> dict[str, Obj]:
         """The children of one hub object, by location (same name, our origin label)."""
         return {
             loc: child
             for loc, watch in self.children.items()
-            if (child := watch.peek(kind_key, cache_key)) is not None
+            if (child := watch.get(key)) is not None
             and (child["metadata"].get("labels") or {}).get(ORIGIN_LABEL) == uid
         }
 
     # -- reconciling ----------------------------------------------------------------------
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: Key) -> None:
         await self.leading.wait()
-        kind_key, cache_key = key.split("|", 1)
-        if kind_key == NAMESPACE:
-            await self._remove_namespace(cache_key)
+        if key.kind == NAMESPACE:
+            await self._remove_namespace(key.name)
             return
-        info = self.placement.kinds.get(kind_key)
-        informer = self.placement.informers.get(kind_key)
-        hub = informer.get(cache_key) if informer else None
-        if info is None or hub is None:
-            await self._delete_orphans(kind_key, cache_key)
+        info, cached = self.cache.kinds.get(key.kind), self.cache.get(key)
+        if info is None or cached is None:
+            self._handed.pop(key, None)
+            await self._delete_orphans(key)
             return
-        hub.setdefault("kind", info.kind)
-        hub.setdefault("apiVersion", info.api_version)
-        children = self._children(kind_key, cache_key, hub["metadata"]["uid"])
+        hub = {"kind": info.kind, "apiVersion": info.api_version, **cached}  # cached: read-only
+        children = self._children(key, hub["metadata"]["uid"])
         if hub["metadata"].get("deletionTimestamp"):
+            self._handed.pop(key, None)
             await self._clean_up(key, info, hub, children)
             return
-        placement = read_placement(hub)
+        placement, handed = self._placement(key, hub)
         if (not placement and not children) or not syncable(hub, info.kind):
             return
-        await self._ensure_finalizer(info, hub)
+        if not handed:
+            # A handed-over placement's own write brings the finalizer.
+            await hubwrites.add_finalizer(self.hub, info, hub, CLEANUP)
         stale = self._stale()
         shares, deletable, waiting = self._handover(info, hub, placement, children, stale)
         applied = await asyncio.gather(
@@ -319,15 +342,27 @@ class SyncLoop:
         )
         for location in sorted(deletable):
             await self._bounded(key, location, self._delete_child(key, info, hub, location))
-        if info.key in WORKLOADS:
+        if info.key in WORKLOADS and not handed:
+            # (A handed-over placement is folded when the hub has it, a moment later.)
             await self._fold(key, info, hub, children, placement, stale, waiting)
         failed = [loc for loc, ok in zip(sorted(shares), applied, strict=True) if not ok]
         if failed:
             # The others are done; these come back after the queue's backoff.
             raise ApiError.of(503, "ServiceUnavailable", f"applying to {', '.join(failed)} failed")
 
+    def _placement(self, key: Key, hub: Obj) -> tuple[dict[str, int | None], bool]:
+        """Where the object goes: a placement handed over for the version we hold, else the
+        hub's record. True when it was handed over."""
+        handed = self._handed.get(key)
+        if handed is not None:
+            replaced, placement = handed
+            if replaced == ((hub["metadata"].get("annotations") or {}).get(PLACEMENT) or ""):
+                return placement, True
+            del self._handed[key]  # the hub has it (or another) now: its annotation says it
+        return read_placement(hub), False
+
     async def _bounded(
-        self, key: str, location: str, work: Coroutine[Any, Any, bool], busy: bool = True
+        self, key: Key, location: str, work: Coroutine[Any, Any, bool], busy: bool = True
     ) -> bool:
         """Run one child write, but wait for it only `patience` seconds: a slow location must
         not hold a worker, or every other object waits behind it. A write that takes longer
@@ -398,7 +433,7 @@ class SyncLoop:
     def _stale(self) -> dict[str, str]:
         """Locations whose numbers are last known ones: not Ready, or not connected yet."""
         stale = {}
-        for location in self.locations.cache.values():
+        for location in self.cache.locations.items():
             name = location["metadata"]["name"]
             conditions = (location.get("status") or {}).get("conditions") or []
             ready = next((c for c in conditions if c["type"] == "Ready"), None)
@@ -409,7 +444,7 @@ class SyncLoop:
 
     async def _apply(
         self,
-        key: str,
+        key: Key,
         info: Kind,
         hub: Obj,
         location: str,
@@ -424,26 +459,28 @@ class SyncLoop:
         meta = hub["metadata"]
         desired = child_object(hub, info.api_version, info.kind, location, shares)
         digest = hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
-        current = watch.get(info.key, key.split("|", 1)[1])
+        current = watch.get(key)
+        written = self._written.setdefault(key, {})
+        applied = self.applied.setdefault(key, {})
         if current is not None:
             # As we last applied it and we would apply the same again; or a finished Job whose
             # share cannot change in place (its work there is done, and stays on record as it
             # is; a running one is made anew). The hub's generation may still have moved (a
             # Deployment's does on annotation changes, such as a new placement): the child
             # reflects it all the same.
-            unchanged = self._written.get((key, location)) == (digest, _version(current))
+            unchanged = written.get(location) == (digest, _version(current))
             immutable = not unchanged and _immutable_change(info.kind, current, desired)
             if immutable and not _finished(current):
                 return await self._replace(key, info, hub, location)
             if unchanged or immutable:
-                self.applied[(key, location)] = (
+                applied[location] = (
                     int(meta.get("generation", 0)),
                     int(current["metadata"].get("generation", 0)),
                 )
                 return True
         try:
             await self._ensure_namespace(watch, meta["namespace"])
-            applied = await watch.kube.apply(
+            answer = await watch.kube.apply(
                 info.path(meta["namespace"], meta["name"]), desired, MANAGER
             )
         except ApiError as err:
@@ -451,10 +488,10 @@ class SyncLoop:
                 watch.namespaces.discard(meta["namespace"])  # deleted behind our back
             log.warning("%s: applying to %s failed: %s", key, location, err)
             return False
-        self._written[(key, location)] = (digest, _version(applied))
-        self.applied[(key, location)] = (
+        written[location] = (digest, _version(answer))
+        applied[location] = (
             int(meta.get("generation", 0)),
-            int(applied.get("metadata", {}).get("generation", 0)),
+            int(answer.get("metadata", {}).get("generation", 0)),
         )
         return True
 
@@ -463,7 +500,7 @@ class SyncLoop:
         so that it goes when that does; one that was there before is left as it is."""
         if namespace in watch.namespaces:
             return
-        hub = self.placement.namespaces.peek(namespace)
+        hub = self.cache.namespaces.get(namespace)
         labels = {ORIGIN_LABEL: hub["metadata"]["uid"]} if hub else {}
         body = {
             "apiVersion": "v1",
@@ -477,23 +514,21 @@ class SyncLoop:
                 raise
         watch.namespaces.add(namespace)
 
-    async def _replace(self, key: str, info: Kind, hub: Obj, location: str) -> bool:
+    async def _replace(self, key: Key, info: Kind, hub: Obj, location: str) -> bool:
         """Delete a child that cannot take its new spec in place; its deletion's watch event
         brings the object back here, and the child is made anew."""
         if not await self._delete_child(key, info, hub, location):
             return False
-        await events.record(
-            self.hub,
+        self.events.post(
             hub,
             "Normal",
             "Replaced",
             f"replaced the {info.kind} in {location}: its new share cannot be set in place "
             "(completions are immutable); its pods there start again",
-            MANAGER,
         )
         return True
 
-    async def _delete_child(self, key: str, info: Kind, hub: Obj, location: str) -> bool:
+    async def _delete_child(self, key: Key, info: Kind, hub: Obj, location: str) -> bool:
         """True once the child is gone (or was never there)."""
         watch = self.children.get(location)
         if watch is None:
@@ -505,14 +540,14 @@ class SyncLoop:
             if err.code != 404:
                 log.warning("%s: deleting from %s failed: %s", key, location, err)
                 return False
-        self.applied.pop((key, location), None)
-        self._written.pop((key, location), None)
+        self.applied.get(key, {}).pop(location, None)
+        self._written.get(key, {}).pop(location, None)
         log.info("%s: removed from %s", key, location)
         return True
 
     async def _fold(
         self,
-        key: str,
+        key: Key,
         info: Kind,
         hub: Obj,
         children: dict[str, Obj],
@@ -522,7 +557,7 @@ class SyncLoop:
     ) -> None:
         seen: dict[str, Obj | None] = {loc: children.get(loc) for loc in placement}
         seen.update(children)
-        applied = {loc: value for (k, loc), value in self.applied.items() if k == key}
+        applied = self.applied.get(key, {})
         status = fold(
             hub,
             info.kind,
@@ -532,14 +567,14 @@ class SyncLoop:
             applied,
             _now(),
         )
-        await self._show_move(hub, status, waiting)
+        self._show_move(hub, status, waiting)
         if not _differs(hub.get("status") or {}, status):
             return
         meta = hub["metadata"]
         path = info.path(meta["namespace"], meta["name"], "status")
         await self.hub.apply(path, status_body(hub, info.kind, status), MANAGER)
 
-    async def _show_move(self, hub: Obj, status: dict[str, Any], waiting: tuple[str, ...]) -> None:
+    def _show_move(self, hub: Obj, status: dict[str, Any], waiting: tuple[str, ...]) -> None:
         """A handover in progress shows as Synced=False/Moving with what it waits for, and as
         Events when it starts and ends (derived from the hub's status: a restart loses none)."""
         before: dict[str, Any] = next(
@@ -556,31 +591,12 @@ class SyncLoop:
                     if not was_moving:
                         condition["lastTransitionTime"] = _now()
             if not was_moving:
-                await events.record(
-                    self.hub, hub, "Normal", "Moving", "moving: " + "; ".join(waiting), MANAGER
-                )
+                self.events.post(hub, "Normal", "Moving", "moving: " + "; ".join(waiting))
         elif was_moving:
-            await events.record(
-                self.hub,
-                hub,
-                "Normal",
-                "Moved",
-                "handover done: " + _placement_text(read_placement(hub)),
-                MANAGER,
-            )
+            message = "handover done: " + _placement_text(read_placement(hub))
+            self.events.post(hub, "Normal", "Moved", message)
 
-    async def _ensure_finalizer(self, info: Kind, hub: Obj) -> None:
-        finalizers = list(hub["metadata"].get("finalizers") or [])
-        if CLEANUP in finalizers:
-            return
-        await self._set_finalizers(info, hub, [*finalizers, CLEANUP])
-
-    async def _set_finalizers(self, info: Kind, hub: Obj, finalizers: list[str]) -> None:
-        meta = hub["metadata"]
-        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
-        await self.hub.merge_patch(info.path(meta["namespace"], meta["name"]), patch)
-
-    async def _clean_up(self, key: str, info: Kind, hub: Obj, children: dict[str, Obj]) -> None:
+    async def _clean_up(self, key: Key, info: Kind, hub: Obj, children: dict[str, Obj]) -> None:
         """The hub object is going: its children go first, then our finalizer."""
         finalizers = list(hub["metadata"].get("finalizers") or [])
         if CLEANUP not in finalizers:
@@ -593,19 +609,19 @@ class SyncLoop:
         if not all(done):
             self.queue.add_after(key, self.settings.cleanup_retry)
             return
-        await self._set_finalizers(info, hub, [f for f in finalizers if f != CLEANUP])
+        await hubwrites.remove_finalizer(self.hub, info, hub, CLEANUP)
 
     async def _remove_namespace(self, name: str) -> None:
         """A namespace we made in children goes once the hub has no namespace of that name
         (everything in it has gone first: the hub waits for our finalizers). One the hub has
         again, under a new uid, stays and is used."""
-        await self.placement.namespaces.synced.wait()
-        if self.placement.namespaces.peek(name) is not None:
+        await self.cache.namespaces.synced.wait()
+        if self.cache.namespaces.get(name) is not None:
             return
         stale = self._stale()
         failed = []
         for location, watch in list(self.children.items()):
-            made = watch.made.peek(name)
+            made = watch.made.get(name)
             if made is None or made["metadata"].get("deletionTimestamp"):
                 continue
             if location in stale:
@@ -622,25 +638,27 @@ class SyncLoop:
         if failed:
             raise ApiError.of(503, "ServiceUnavailable", f"namespace {name} is still in {failed}")
 
-    async def _delete_orphans(self, kind_key: str, cache_key: str) -> None:
+    async def _delete_orphans(self, key: Key) -> None:
         """Children whose hub object is gone (deleted while we were not looking)."""
-        namespace, name = cache_key.split("/", 1)
+        self.applied.pop(key, None)
+        self._written.pop(key, None)
+        self.queue.forget(key)
         failed = []
         for location, watch in list(self.children.items()):
-            child = watch.peek(kind_key, cache_key)
-            info = self.placement.kinds.get(kind_key)
+            child = watch.get(key)
+            info = self.cache.kinds.get(key.kind) or watch.kinds.get(key.kind)
             if child is None or info is None:
                 continue
             try:
-                await watch.kube.delete(info.path(namespace, name))
-                log.info("%s|%s: orphan removed from %s", kind_key, cache_key, location)
+                await watch.kube.delete(info.path(key.namespace, key.name))
+                log.info("%s: orphan removed from %s", key, location)
             except ApiError as err:
                 if err.code != 404:
-                    log.warning("%s|%s: orphan in %s: %s", kind_key, cache_key, location, err)
+                    log.warning("%s: orphan in %s: %s", key, location, err)
                     failed.append(location)
         if failed:  # tried again after the queue's backoff: an orphan must not stay
             raise ApiError.of(
-                503, "ServiceUnavailable", f"orphan {cache_key} is still in {', '.join(failed)}"
+                503, "ServiceUnavailable", f"orphan {key} is still in {', '.join(failed)}"
             )
 
 

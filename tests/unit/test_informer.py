@@ -49,7 +49,7 @@ class FakeKube:
 async def started(
     kube: FakeKube, seen: list[tuple[str, str]]
 ) -> tuple[Informer, asyncio.Task[None]]:
-    async def handler(kind: str, o: Obj) -> None:
+    async def handler(kind: str, o: Obj, _: Obj | None) -> None:
         seen.append((kind, o["metadata"]["resourceVersion"]))
 
     informer = Informer(cast(Kube, kube), "/things", handler, backoff_cap=0.01)
@@ -65,11 +65,11 @@ async def test_a_late_answer_does_not_bring_back_a_deleted_object() -> None:
     informer, task = await started(kube, seen)
     try:
         await informer.observe(obj("web", 11))
-        assert informer.peek("ns/web") is None
+        assert informer.get("ns/web") is None
         assert seen == [("ADDED", "10"), ("DELETED", "12")]
         # Made again under the same name: its own answer is news, and is taken.
         await informer.observe(obj("web", 13))
-        assert informer.peek("ns/web") == obj("web", 13)
+        assert informer.get("ns/web") == obj("web", 13)
     finally:
         task.cancel()
 
@@ -87,7 +87,7 @@ async def test_an_unforeseen_watch_failure_relists() -> None:
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.01)
         assert not task.done()
-        assert informer.peek("ns/web") == obj("web", 14)
+        assert informer.get("ns/web") == obj("web", 14)
     finally:
         task.cancel()
 

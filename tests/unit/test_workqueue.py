@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from apiserver.workqueue import WorkQueue
+from apiserver.workqueue import RetryBudget, WorkQueue
 
 
 async def test_a_key_added_many_times_is_worked_once() -> None:
-    queue = WorkQueue()
+    queue: WorkQueue[str] = WorkQueue()
     seen: list[str] = []
 
     async def reconcile(key: str) -> None:
@@ -24,7 +24,7 @@ async def test_a_key_added_many_times_is_worked_once() -> None:
 
 
 async def test_one_worker_per_key_and_a_change_during_work_is_not_lost() -> None:
-    queue = WorkQueue()
+    queue: WorkQueue[str] = WorkQueue()
     running: set[str] = set()
     overlaps = 0
     calls = 0
@@ -54,7 +54,7 @@ async def test_one_worker_per_key_and_a_change_during_work_is_not_lost() -> None
 
 
 async def test_a_failing_key_comes_back_after_a_backoff() -> None:
-    queue = WorkQueue()
+    queue: WorkQueue[str] = WorkQueue()
     attempts: list[float] = []
 
     async def reconcile(key: str) -> None:
@@ -70,22 +70,113 @@ async def test_a_failing_key_comes_back_after_a_backoff() -> None:
     assert attempts[1] - attempts[0] >= 0.1 and attempts[2] - attempts[1] >= 0.2
 
 
-async def test_the_rate_limit_holds_across_workers() -> None:
-    queue = WorkQueue(rate=100, burst=5)
-    done: list[float] = []
-    all_done = asyncio.Event()
+async def test_first_attempts_are_never_throttled_by_the_retry_budget() -> None:
+    # A budget of one retry a second would hold 50 keys for 49 s if it applied to them.
+    queue: WorkQueue[str] = WorkQueue(retry_rate=1, retry_burst=1)
+    done = asyncio.Event()
+    seen: list[str] = []
 
     async def reconcile(key: str) -> None:
-        done.append(asyncio.get_running_loop().time())
-        if len(done) == 25:
-            all_done.set()
+        seen.append(key)
+        if len(seen) == 50:
+            done.set()
 
-    for i in range(25):
+    for i in range(50):
         queue.add(f"k{i}")
+    worker = asyncio.create_task(queue.work(reconcile, "test"))
+    await asyncio.wait_for(done.wait(), 20)
+    worker.cancel()
+    assert len(seen) == 50
+
+
+def test_the_retry_budget_spaces_retries_across_all_keys() -> None:
+    budget = RetryBudget(rate=10, burst=2)
+    delays = [budget.delay(100.0) for _ in range(5)]  # five failures at the same moment
+    assert delays[:2] == [0.0, 0.0]  # the burst
+    assert [round(d, 3) for d in delays[2:]] == [0.1, 0.2, 0.3]  # then 10 a second
+    assert budget.delay(101.0) == 0.0  # paid back after a second
+
+
+async def test_a_failing_key_waits_for_the_longer_of_its_backoff_and_the_budget() -> None:
+    queue: WorkQueue[str] = WorkQueue(retry_rate=2, retry_burst=1)
+    attempts: dict[str, list[float]] = {"a": [], "b": []}
+
+    async def reconcile(key: str) -> None:
+        attempts[key].append(asyncio.get_running_loop().time())
+        if len(attempts[key]) < 2:
+            raise RuntimeError("not yet")
+
+    queue.add("a")
+    queue.add("b")
+    worker = asyncio.create_task(queue.work(reconcile, "test"))
+    for _ in range(300):
+        if all(len(times) == 2 for times in attempts.values()):
+            break
+        await asyncio.sleep(0.01)
+    worker.cancel()
+    gaps = sorted(times[1] - times[0] for times in attempts.values())
+    # One retry is within its own backoff (0.1-0.2 s); the other waits for the budget (0.5 s).
+    assert gaps[0] >= 0.09 and gaps[1] >= 0.45
+
+
+async def test_a_bulk_in_one_lane_does_not_starve_another() -> None:
+    queue: WorkQueue[tuple[str, int]] = WorkQueue(lane=lambda key: key[0])
+    order: list[tuple[str, int]] = []
+
+    async def reconcile(key: tuple[str, int]) -> None:
+        order.append(key)
+
+    for i in range(200):
+        queue.add(("busy", i))
+    queue.add(("quiet", 0))
+    worker = asyncio.create_task(queue.work(reconcile, "test"))
+    for _ in range(500):
+        if len(order) == 201:
+            break
+        await asyncio.sleep(0.01)
+    worker.cancel()
+    assert order.index(("quiet", 0)) <= 1  # its turn comes after one key of the busy lane
+    assert [key for key in order if key[0] == "busy"] == [("busy", i) for i in range(200)]
+
+
+async def test_the_earliest_scheduled_look_wins() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    seen: list[float] = []
+
+    async def reconcile(key: str) -> None:
+        seen.append(asyncio.get_running_loop().time())
+
     started = asyncio.get_running_loop().time()
-    workers = [asyncio.create_task(queue.work(reconcile, "test")) for _ in range(4)]
-    await asyncio.wait_for(all_done.wait(), 5)
-    for worker in workers:
-        worker.cancel()
-    # 5 at once, then 20 more at 100/s: at least 0.2 s, however many workers.
-    assert max(done) - started >= 0.19
+    queue.add_after("k", 30)
+    queue.add_after("k", 0.05)
+    queue.add_after("k", 60)
+    worker = asyncio.create_task(queue.work(reconcile, "test"))
+    for _ in range(200):
+        if seen:
+            break
+        await asyncio.sleep(0.01)
+    worker.cancel()
+    assert len(seen) == 1 and seen[0] - started < 5
+
+
+async def test_a_burst_of_debounced_changes_is_seen_at_once_then_once_more() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    seen: list[float] = []
+
+    async def reconcile(key: str) -> None:
+        seen.append(asyncio.get_running_loop().time())
+
+    worker = asyncio.create_task(queue.work(reconcile, "test"))
+    started = asyncio.get_running_loop().time()
+    for _ in range(10):
+        queue.add_debounced("k", 0.3)
+        await asyncio.sleep(0.02)
+    for _ in range(200):
+        if len(seen) >= 2:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.4)  # nothing else is due
+    worker.cancel()
+    assert len(seen) == 2
+    assert seen[0] - started < 0.2  # the first change at once
+    assert seen[1] - started >= 0.29  # the rest together, a window later

@@ -1,0 +1,144 @@
+"""One cache of the hub, shared by every loop and view (client-go's SharedInformerFactory).
+
+One informer per hub resource: every kind of `kinds.BUILTIN`, the kind of every established
+namespaced CRD (its objects are placed when they carry a strategy), Namespaces, Locations
+and CRDs. Objects are handed out as cached and are read-only; whoever must change one copies
+it. Loops subscribe to changes; nobody reaches into another loop for hub objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+
+from apiserver import metrics
+from apiserver.kinds import BUILTIN, Key, Kind
+from apiserver.kube.client import Kube, Obj
+from apiserver.kube.informer import Informer
+from apiserver.locations import model
+
+log = logging.getLogger(__name__)
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+# (kind key, event, object, the object before): a change to any placed kind.
+ObjectHandler = Callable[[str, str, Obj, Obj | None], Awaitable[None]]
+
+
+class HubCache:
+    def __init__(self, hub: Kube) -> None:
+        self.hub = hub
+        self.kinds: dict[str, Kind] = dict(BUILTIN)
+        self.objects: dict[str, Informer] = {
+            key: self._informer(key, kind) for key, kind in self.kinds.items()
+        }
+        self.namespaces = Informer(hub, "/api/v1/namespaces")
+        self.locations = Informer(hub, model.PATH)
+        self.crds = Informer(hub, CRDS, self._on_crd)
+        self._handlers: list[ObjectHandler] = []
+        self._custom: dict[str, asyncio.Task[None]] = {}  # informers of CRD kinds
+        # Called with a kind key when a CRD kind starts or stops being watched.
+        self.kind_listeners: list[Callable[[str], None]] = []
+
+    def _informer(self, key: str, kind: Kind) -> Informer:
+        async def changed(event: str, obj: Obj, old: Obj | None) -> None:
+            for handler in self._handlers:
+                await handler(key, event, obj, old)
+
+        return Informer(self.hub, kind.collection, changed)
+
+    def subscribe(self, handler: ObjectHandler) -> None:
+        """`handler` hears of every change to every object of every placed kind, CRDs' too."""
+        self._handlers.append(handler)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get(self, key: Key) -> Obj | None:
+        informer = self.objects.get(key.kind)
+        return informer.cache.get(key.cache_key) if informer else None
+
+    def list_keys(self, kind: str | None = None, namespace: str | None = None) -> Iterator[Key]:
+        """Every cached object's key, of one kind or all, in one namespace or all."""
+        for kind_key in [kind] if kind is not None else list(self.objects):
+            informer = self.objects.get(kind_key)
+            for cache_key in list(informer.cache if informer else ()):
+                ns, name = cache_key.split("/", 1)
+                if namespace is None or ns == namespace:
+                    yield Key(kind_key, ns, name)
+
+    def items(self, kind: str) -> list[Obj]:
+        informer = self.objects.get(kind)
+        return informer.items() if informer else []
+
+    def namespace(self, name: str) -> Obj:
+        """The hub Namespace, or a bare one while it is not cached."""
+        return self.namespaces.cache.get(name) or {"metadata": {"name": name}}
+
+    async def observe(self, kind: str, obj: Obj) -> None:
+        """Our own write's answer, taken as if the watch brought it (see Informer.observe)."""
+        informer = self.objects.get(kind)
+        if informer is not None and obj.get("metadata"):
+            await informer.observe(obj)
+
+    @property
+    def synced(self) -> bool:
+        return all(
+            i.synced.is_set() for i in (*self.objects.values(), self.namespaces, self.locations)
+        )
+
+    async def wait_synced(self) -> None:
+        for informer in (*list(self.objects.values()), self.namespaces, self.locations, self.crds):
+            await informer.synced.wait()
+
+    def count_objects(self) -> None:
+        for key, informer in list(self.objects.items()):
+            metrics.CACHE_OBJECTS.labels(key).set(len(informer.cache))
+        metrics.CACHE_OBJECTS.labels("Namespace").set(len(self.namespaces.cache))
+        metrics.CACHE_OBJECTS.labels("Location").set(len(self.locations.cache))
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        tasks = [
+            asyncio.create_task(i.run(), name=f"hub {i.path}")
+            for i in (*self.objects.values(), self.namespaces, self.locations, self.crds)
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in [*tasks, *self._custom.values()]:
+                task.cancel()
+
+    async def _on_crd(self, event: str, crd: Obj, _: Obj | None) -> None:
+        """Objects of a namespaced CRD are placed when they carry a strategy: watch them."""
+        kind = Kind.of_crd(crd)
+        if kind is None:
+            return
+        established = any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (crd.get("status") or {}).get("conditions") or []
+        )
+        if event == "DELETED" or not established:
+            task = self._custom.pop(kind.key, None)
+            if task:
+                task.cancel()
+            self.objects.pop(kind.key, None)
+            if self.kinds.pop(kind.key, None) is not None:
+                self._tell(kind.key)
+            return
+        if self.kinds.get(kind.key) == kind:
+            return
+        old = self._custom.pop(kind.key, None)
+        if old:
+            old.cancel()
+        self.kinds[kind.key] = kind
+        self.objects[kind.key] = self._informer(kind.key, kind)
+        self._custom[kind.key] = asyncio.create_task(
+            self.objects[kind.key].run(), name=f"hub {kind.collection}"
+        )
+        self._tell(kind.key)
+
+    def _tell(self, kind: str) -> None:
+        for listener in self.kind_listeners:
+            listener(kind)

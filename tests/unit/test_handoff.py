@@ -1,0 +1,114 @@
+"""The placement loop hands its decision to the sync loop in process, before the hub has it.
+
+The annotation stays the durable record: a handed-over placement counts only while the hub
+object still carries the annotation it replaces, and is taken back when its write fails, so
+the children converge to whatever the hub holds. A write that keeps failing hands nothing
+over again until one succeeds: children must not come and go with every retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import aiohttp
+import pytest
+
+from apiserver.hubcache import HubCache
+from apiserver.kinds import WORKLOADS, Key
+from apiserver.kube.client import ApiError, Credentials, Kube, Obj
+from apiserver.locations.fleet import Fleet
+from apiserver.placement.loop import PLACEMENT, PlacementLoop
+from apiserver.sync.loop import SyncLoop
+
+KEY = Key("Deployment", "demo", "web")
+
+
+class FlakyHub(Kube):
+    """A hub whose object writes fail while `failing` is set; nothing else is called."""
+
+    def __init__(self) -> None:
+        super().__init__(cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub")
+        self.failing = False
+        self.writes: list[Obj] = []
+
+    async def strategic_patch(self, path: str, patch: Obj) -> Obj:
+        if self.failing:
+            raise ApiError.of(403, "Forbidden", "denied by a policy")
+        self.writes.append(patch)
+        return {"metadata": {}}
+
+
+def hub_object(placement: str | None = None) -> Obj:
+    annotations = {PLACEMENT: placement} if placement is not None else {}
+    return {
+        "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "metadata": {
+            "name": "web",
+            "namespace": "demo",
+            "uid": "u1",
+            "resourceVersion": "7",
+            "annotations": annotations,
+        },
+        "spec": {"replicas": 3},
+    }
+
+
+def loops() -> tuple[FlakyHub, PlacementLoop, SyncLoop]:
+    hub = FlakyHub()
+    cache = HubCache(hub)
+    fleet = Fleet(hub, cast(aiohttp.ClientSession, None))
+    placement = PlacementLoop(cache, fleet)
+    return hub, placement, SyncLoop(cache, fleet, placement)
+
+
+async def test_a_handed_placement_counts_until_the_hub_has_it() -> None:
+    _, _, sync = loops()
+    sync.take(KEY, "", {"us-east": 3})
+    assert sync._placement(KEY, hub_object()) == ({"us-east": 3}, True)
+    # Our write landed: the hub's record says it from now on, and the hand-over is gone.
+    landed = hub_object('{"us-east":3}')
+    assert sync._placement(KEY, landed) == ({"us-east": 3}, False)
+    assert sync._placement(KEY, hub_object()) == ({}, False)
+
+
+async def test_another_placement_on_the_hub_wins_over_a_handed_one() -> None:
+    _, _, sync = loops()
+    sync.take(KEY, '{"us-east":3}', {"eu-west": 3})
+    assert sync._placement(KEY, hub_object('{"us-west":3}')) == ({"us-west": 3}, False)
+
+
+async def test_a_failed_write_takes_the_hand_over_back_and_hands_nothing_until_one_succeeds() -> (
+    None
+):
+    hub, placement, sync = loops()
+    handed: list[tuple[Key, str, Any]] = []
+    placement.deciders.append(lambda key, replaced, where: handed.append((key, replaced, where)))
+    info = WORKLOADS["Deployment"]
+    hub.failing = True
+    with pytest.raises(ApiError):
+        await placement._write_placement(info, KEY, hub_object(), {"us-east": 3})
+    assert handed == [(KEY, "", {"us-east": 3}), (KEY, "", None)]
+    # The sync loop follows the hub's record again: nothing placed.
+    assert sync._placement(KEY, hub_object()) == ({}, False)
+    with pytest.raises(ApiError):
+        await placement._write_placement(info, KEY, hub_object(), {"us-east": 3})
+    assert len(handed) == 2  # a retry of a failing write hands nothing over
+    hub.failing = False
+    await placement._write_placement(info, KEY, hub_object(), {"us-east": 3})
+    assert len(handed) == 2 and len(hub.writes) == 1
+    await placement._write_placement(info, KEY, hub_object('{"us-east":3}'), {"eu-west": 3})
+    assert handed[-1] == (KEY, '{"us-east":3}', {"eu-west": 3})  # handing over again
+
+
+async def test_the_first_placement_brings_the_finalizer_in_the_same_write() -> None:
+    hub, placement, _ = loops()
+    await placement._write_placement(WORKLOADS["Deployment"], KEY, hub_object(), {"us-east": 3})
+    assert hub.writes == [
+        {
+            "metadata": {
+                "annotations": {PLACEMENT: '{"us-east":3}'},
+                "finalizers": ["kmc.dev/cleanup"],
+            }
+        }
+    ]
