@@ -20,13 +20,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import converge, forged, integrity, placement, remote, sync
+from bench import converge, fairness, forged, integrity, placement, remote, sync
 from bench.objects import kwok_nodes
 from kmc_testbed import config as bedconfig
 
 RESULTS = Path(__file__).parent / "results"
 GOALS = {
     "propagation_p50_ratio": ("<=", 3),
+    "propagation_p99_ratio": ("<=", 3),
+    "hub_burst_ratio": ("<=", 1.2),
+    "converge_1000_ratio": ("<=", 1.5),
+    "fairness_ratio": ("<=", 3),
+    "decide_us": ("<=", 60),
     "fanout_ratio": ("<=", 1.3),
     "plugin_ratio": ("<=", 1.5),
     "converge_1000_s": ("<=", 60),
@@ -55,6 +60,7 @@ def run_all(quick: bool, with_load: bool = False) -> list[dict[str, Any]]:
     step("kmc-apiserver at rest", sync.kmc_usage)
     step("propagation", lambda: asyncio.run(sync.propagation(50 if quick else 200)))
     step("status fold-up", lambda: asyncio.run(sync.foldup(20 if quick else 50)))
+    step("hub creates with and without kmc-apiserver", lambda: sync.hub_creates(200))
     step(
         "punch-through, 3 locations",
         lambda: asyncio.run(remote.run(3, 20 if quick else 40, 20, 20)),
@@ -70,6 +76,7 @@ def run_all(quick: bool, with_load: bool = False) -> list[dict[str, Any]]:
     )
     count = 300 if quick else 1000
     step(f"converge {count}", lambda: _converge(count))
+    step(f"fairness, {count} in another namespace", lambda: fairness.measure(count))
     if with_load:
         from bench import load
 
@@ -118,12 +125,29 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
     return {
         "propagation_p50_ratio": figure(rows, "sync.propagation", "p50_ms", "ratio"),
         "propagation_p99_ms": figure(rows, "sync.propagation", "p99_ms"),
+        "propagation_p99_ratio": figure(rows, "sync.propagation", "p99_ms", "ratio"),
+        "propagation_p50_ratio_vs_three_direct": figure(
+            rows, "sync.propagation", "p50_ms_vs_three_direct", "ratio"
+        ),
+        "hub_burst_ratio": figure(rows, "hub.creates", "burst_200_s", "ratio"),
         "statusfold_p50_ratio": figure(
             rows, "sync.foldup", "create_to_available_on_hub_p50_ms", "ratio"
         ),
         "fanout_ratio": max((r["ratio"] for r in fanout), default=None),
         "fanout_ratio_by_locations": {str(r["locations"]): r["ratio"] for r in fanout},
         f"converge_{count}_s": figure(rows, "sync.converge", f"converge_{count}_s"),
+        f"converge_{count}_ratio": figure(rows, "sync.converge", f"converge_{count}_s", "ratio"),
+        "fairness_ratio": max(
+            (r["ratio"] for r in rows if r["benchmark"] == "fairness"), default=None
+        ),
+        "decide_us": max(
+            (
+                r["value"]
+                for r in rows
+                if r["benchmark"] == "placement.decide" and r["figure"].startswith("us_per_")
+            ),
+            default=None,
+        ),
         "idle_cpu_pct": figure(rows, "kmc-apiserver", "idle_cpu_pct"),
         f"rss_mb_{count}": figure(rows, "kmc-apiserver", f"rss_mb_{count}"),
         "plugin_ratio": next(

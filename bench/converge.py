@@ -5,6 +5,10 @@ the figure is the time from the first create until every hub object reports
 availableReplicas 3 for its current generation, i.e. placed, synced, running in every child
 and folded back. Each child gets extra kwok nodes for the run so that 1,000 pods fit, and
 kmc-apiserver's RSS with all of them placed and its CPU during the run are reported.
+
+The floor, measured first in the same run: the same work done directly, N Deployments of 1
+replica created into each of the three children by one client with the same concurrency,
+and waited for the same way (every one available for its generation, lists every 3 s).
 """
 
 from __future__ import annotations
@@ -42,7 +46,65 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+CONCURRENCY = 16  # creates in flight at once, through the hub or directly
+
+
+def _available(items: list[dict[str, Any]], replicas: int) -> int:
+    return sum(
+        1
+        for d in items
+        if (d.get("status") or {}).get("availableReplicas") == replicas
+        and (d.get("status") or {}).get("observedGeneration") == d["metadata"]["generation"]
+    )
+
+
+async def _gone(kube: Kube, path: str, limit: float = 600) -> None:
+    """Wait until a namespace is gone, so one measurement does not pay for the last one."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        try:
+            await kube.get(path)
+        except ApiError as err:
+            if err.code == 404:
+                return
+            raise
+        await asyncio.sleep(2.0)
+
+
+async def direct(count: int) -> float:
+    """Seconds to create `count` Deployments of 1 into every child and see them available."""
+    namespace = f"{NAMESPACE}-direct"
+    async with aiohttp.ClientSession() as session:
+        creds = {c: await kubeconfig.from_file(bedconfig.kubeconfig_path(), c) for c in CHILDREN}
+        kubes = {c: Kube(session, creds[c], c) for c in CHILDREN}
+        for kube in kubes.values():
+            await kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+        path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+        gate = asyncio.Semaphore(CONCURRENCY)
+        started = time.monotonic()
+
+        async def create(kube: Kube, i: int) -> None:
+            async with gate:
+                await kube.create(path, deployment(f"d{i}", 1, REQUESTS))
+
+        await asyncio.gather(*(create(k, i) for i in range(count) for k in kubes.values()))
+        while True:
+            lists = await asyncio.gather(*(k.get(path) for k in kubes.values()))
+            if all(_available(listing["items"], 1) == count for listing in lists):
+                break
+            if time.monotonic() - started > 900:
+                raise TimeoutError("direct: not converged after 900 s")
+            await asyncio.sleep(3.0)
+        took = time.monotonic() - started
+        for kube in kubes.values():
+            await kube.delete(f"/api/v1/namespaces/{namespace}")
+        for kube in kubes.values():
+            await _gone(kube, f"/api/v1/namespaces/{namespace}")
+    return took
+
+
 async def converge(count: int) -> list[dict[str, Any]]:
+    floor = await direct(count)
     state = bed.load()
     assert state is not None
     pid = state.pids[bed.KMC]
@@ -51,7 +113,7 @@ async def converge(count: int) -> list[dict[str, Any]]:
         await hub.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
         cpu_before, started = _cpu_seconds(pid), time.monotonic()
-        gate = asyncio.Semaphore(16)
+        gate = asyncio.Semaphore(CONCURRENCY)
 
         async def create(i: int) -> None:
             async with gate:
@@ -59,15 +121,8 @@ async def converge(count: int) -> list[dict[str, Any]]:
 
         await asyncio.gather(*(create(i) for i in range(count)))
         created = time.monotonic() - started
-        done = 0
         while True:
-            items = (await hub.get(path))["items"]
-            done = sum(
-                1
-                for d in items
-                if (d.get("status") or {}).get("availableReplicas") == 3
-                and (d.get("status") or {}).get("observedGeneration") == d["metadata"]["generation"]
-            )
+            done = _available((await hub.get(path))["items"], 3)
             if done == count:
                 break
             if time.monotonic() - started > 900:
@@ -78,13 +133,14 @@ async def converge(count: int) -> list[dict[str, Any]]:
         rss = _rss_mb(pid)
         with contextlib.suppress(ApiError):
             await hub.delete(f"/api/v1/namespaces/{NAMESPACE}")
+        await _gone(hub, f"/api/v1/namespaces/{NAMESPACE}")
     return [
         {
             "benchmark": "sync.converge",
             "figure": f"converge_{count}_s",
             "value": round(converged, 1),
-            "baseline": None,
-            "ratio": None,
+            "baseline": round(floor, 1),
+            "ratio": round(converged / floor, 2),
         },
         {
             "benchmark": "sync.converge",

@@ -1,8 +1,13 @@
 """Sync benchmarks, on the running test bed with kubectl-mc installed.
 
 - propagation: hub create → the object in every placed child (ConfigMaps with a Replicate
-  strategy, all three children), p50/p99 over N objects; baseline: a direct create into one
-  child, seen through that child's own watch, measured in the same run.
+  strategy, all three children), p50/p99 over N objects, one at a time. Floors measured in
+  the same run: (a) a direct create into one child, seen through that child's own watch;
+  (b) the same object created directly into the three children at once from one client,
+  until all three watches saw it. Also the hub create calls themselves (p50).
+- hub creates: a burst of N Deployments created on the hub (16 at once), with kmc-apiserver
+  stopped (as without kubectl-mc) and then with it running: what our own writes cost the
+  user's.
 - fold-up: Deployments of 1 pinned to one child; from the hub create, the time until the
   child says Available (baseline) and until the hub object says so; p50 over N.
 - kmc-apiserver at rest: CPU (% of one core over 30 s) and RSS, before the run above.
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -25,7 +31,8 @@ from typing import Any
 import aiohttp
 
 from apiserver.kube import config as kubeconfig
-from apiserver.kube.client import Kube, Obj
+from apiserver.kube.client import ApiError, Kube, Obj
+from bench.objects import deployment
 from kmc_testbed import bed
 from kmc_testbed import config as bedconfig
 
@@ -86,8 +93,18 @@ async def propagation(count: int) -> list[dict[str, Any]]:
             while name not in seen["us-east"].at:  # noqa: ASYNC110 - a 1 ms poll is the clock
                 await asyncio.sleep(0.001)
             direct.append(seen["us-east"].at[name] - started)
+        # The same into all three at once, from one client.
+        everywhere = []
+        for i in range(count):
+            name = f"direct3-{i}"
+            body: Obj = {"metadata": {"name": name}, "data": {"i": str(i)}}
+            started = time.monotonic()
+            await asyncio.gather(*(kube.create(path, body) for kube in children.values()))
+            while not all(name in s.at for s in seen.values()):  # noqa: ASYNC110 - the clock
+                await asyncio.sleep(0.001)
+            everywhere.append(max(s.at[name] for s in seen.values()) - started)
         # Through the hub: one at a time, so each latency is its own.
-        ours = []
+        ours, creates = [], []
         strategy = json.dumps({"type": "Replicate"})
         for i in range(count):
             name = f"hub-{i}"
@@ -97,6 +114,7 @@ async def propagation(count: int) -> list[dict[str, Any]]:
             }
             started = time.monotonic()
             await hub.create(path, body)
+            creates.append(time.monotonic() - started)
             deadline = started + 60
             while not all(name in s.at for s in seen.values()):
                 if time.monotonic() > deadline:
@@ -108,6 +126,7 @@ async def propagation(count: int) -> list[dict[str, Any]]:
         await hub.delete(f"/api/v1/namespaces/{ns}")
         await children["us-east"].delete(f"/api/v1/namespaces/{ns}")
     p50, p50_direct = statistics.median(ours), statistics.median(direct)
+    p50_three = statistics.median(everywhere)
     return [
         {
             "benchmark": "sync.propagation",
@@ -125,6 +144,89 @@ async def propagation(count: int) -> list[dict[str, Any]]:
             "baseline": round(_pct(direct, 0.99) * 1000, 1),
             "ratio": round(_pct(ours, 0.99) / _pct(direct, 0.99), 2),
         },
+        {
+            "benchmark": "sync.propagation",
+            "figure": "p50_ms_vs_three_direct",
+            "value": round(p50 * 1000, 1),
+            "baseline": round(p50_three * 1000, 1),
+            "ratio": round(p50 / p50_three, 2),
+        },
+        {
+            "benchmark": "sync.propagation",
+            "figure": "p99_ms_vs_three_direct",
+            "value": round(_pct(ours, 0.99) * 1000, 1),
+            "baseline": round(_pct(everywhere, 0.99) * 1000, 1),
+            "ratio": round(_pct(ours, 0.99) / _pct(everywhere, 0.99), 2),
+        },
+        {
+            "benchmark": "sync.propagation",
+            "figure": "hub_create_p50_ms",
+            "value": round(statistics.median(creates) * 1000, 1),
+            "baseline": None,
+            "ratio": None,
+        },
+    ]
+
+
+async def _burst(hub: Kube, ns: str, count: int) -> float:
+    """Seconds to create `count` Deployments on the hub, 16 at once."""
+    await hub.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    gate = asyncio.Semaphore(16)
+
+    async def create(i: int) -> None:
+        async with gate:
+            await hub.create(path, deployment(f"b{i}", 3))
+
+    started = time.monotonic()
+    await asyncio.gather(*(create(i) for i in range(count)))
+    return time.monotonic() - started
+
+
+async def _until_gone(hub: Kube, ns: str) -> None:
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        try:
+            await hub.get(f"/api/v1/namespaces/{ns}")
+        except ApiError as err:
+            if err.code == 404:
+                return
+            raise
+        await asyncio.sleep(1.0)
+
+
+def hub_creates(count: int) -> list[dict[str, Any]]:
+    """The user's burst of creates on the hub without kmc-apiserver running, then with it."""
+    testbed = str(bedconfig.REPO_ROOT / "hack" / "testbed")
+
+    async def burst(ns: str) -> float:
+        async with aiohttp.ClientSession() as session:
+            return await _burst(await _client(session, "hub"), ns, count)
+
+    async def clean_up(ns: str) -> None:
+        async with aiohttp.ClientSession() as session:
+            hub = await _client(session, "hub")
+            await hub.delete(f"/api/v1/namespaces/{ns}")
+            await _until_gone(hub, ns)
+
+    without_ns, with_ns = (f"bench-burst-{w}-{uuid.uuid4().hex[:5]}" for w in ("without", "with"))
+    subprocess.run([testbed, "stop", bed.KMC], check=True, capture_output=True)
+    try:
+        without = asyncio.run(burst(without_ns))
+    finally:
+        # (Namespaces are deleted only while every aggregated API answers discovery.)
+        subprocess.run([testbed, "start", bed.KMC], check=True, capture_output=True)
+    asyncio.run(clean_up(without_ns))
+    with_kmc = asyncio.run(burst(with_ns))
+    asyncio.run(clean_up(with_ns))
+    return [
+        {
+            "benchmark": "hub.creates",
+            "figure": f"burst_{count}_s",
+            "value": round(with_kmc, 2),
+            "baseline": round(without, 2),
+            "ratio": round(with_kmc / without, 2),
+        }
     ]
 
 

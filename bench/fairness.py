@@ -1,0 +1,123 @@
+"""Fairness, on the running test bed with kubectl-mc installed.
+
+One person creates single objects in their namespace while someone else's namespace is busy:
+1,000 Deployments being created there, then the same being deleted. The figure is the
+propagation p50 of the single creates (hub create → seen in every child, as in
+`sync.propagation`) during each of those, against the same measured on an idle bed first.
+Goal: at most 3x the idle p50; a queue served in arrival order makes the single create wait
+behind the whole bulk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import statistics
+import sys
+import time
+import uuid
+from typing import Any
+
+import aiohttp
+
+from apiserver.kube.client import ApiError, Kube
+from bench.converge import EXTRA_NODES, REQUESTS
+from bench.objects import deployment, kwok_nodes
+from bench.sync import CHILDREN, Seen, _client, _until_gone
+
+SAMPLES = 20
+
+
+async def _probe(hub: Kube, seen: dict[str, Seen], path: str, prefix: str) -> list[float]:
+    """Propagation latencies of SAMPLES ConfigMaps created one by one, half a second apart."""
+    strategy = json.dumps({"type": "Replicate"})
+    times = []
+    for i in range(SAMPLES):
+        name = f"{prefix}-{i}"
+        body = {
+            "metadata": {"name": name, "annotations": {"kmc.dev/strategy": strategy}},
+            "data": {"i": str(i)},
+        }
+        started = time.monotonic()
+        await hub.create(path, body)
+        deadline = started + 120
+        while not all(name in s.at for s in seen.values()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name} did not reach every child in 120 s")
+            await asyncio.sleep(0.002)
+        times.append(max(s.at[name] for s in seen.values()) - started)
+        await asyncio.sleep(0.5)
+    return times
+
+
+async def fairness(count: int) -> list[dict[str, Any]]:
+    suffix = uuid.uuid4().hex[:5]
+    mine, bulk = f"bench-fair-{suffix}", f"bench-bulk-{suffix}"
+    async with aiohttp.ClientSession() as session:
+        hub = await _client(session, "hub")
+        children = {c: await _client(session, c) for c in CHILDREN}
+        for ns in (mine, bulk):
+            await hub.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+        for kube in children.values():  # so the watches below can start before any object
+            with contextlib.suppress(ApiError):
+                await kube.create("/api/v1/namespaces", {"metadata": {"name": mine}})
+        path = f"/api/v1/namespaces/{mine}/configmaps"
+        seen = {c: Seen(k, path, lambda o: True) for c, k in children.items()}
+        watches = [asyncio.create_task(s.run()) for s in seen.values()]
+        await asyncio.gather(*(s.ready.wait() for s in seen.values()))
+        idle = await _probe(hub, seen, path, "idle")
+
+        gate = asyncio.Semaphore(16)
+        bulk_path = f"/apis/apps/v1/namespaces/{bulk}/deployments"
+
+        async def create(i: int) -> None:
+            async with gate:
+                await hub.create(bulk_path, deployment(f"d{i}", 3, REQUESTS))
+
+        async def create_all() -> None:
+            await asyncio.gather(*(create(i) for i in range(count)))
+
+        creating = asyncio.create_task(create_all())
+        await asyncio.sleep(1.0)
+        during_creates = await _probe(hub, seen, path, "creates")
+        await creating
+        # Let the bulk be placed everywhere before it goes, so the delete has work to do.
+        await asyncio.sleep(20.0)
+        await hub.delete(f"/api/v1/namespaces/{bulk}")
+        await asyncio.sleep(1.0)
+        during_deletes = await _probe(hub, seen, path, "deletes")
+        for task in watches:
+            task.cancel()
+        await hub.delete(f"/api/v1/namespaces/{mine}")
+        await _until_gone(hub, bulk)
+        await _until_gone(hub, mine)
+    base = statistics.median(idle)
+    return [
+        {
+            "benchmark": "fairness",
+            "figure": f"p50_ms_while_{what}_{count}",
+            "value": round(statistics.median(times) * 1000, 1),
+            "baseline": round(base * 1000, 1),
+            "ratio": round(statistics.median(times) / base, 2),
+        }
+        for what, times in (("creating", during_creates), ("deleting", during_deletes))
+    ]
+
+
+def measure(count: int = 1000) -> list[dict[str, Any]]:
+    kwok_nodes(True, EXTRA_NODES, "fair", CHILDREN)
+    try:
+        return asyncio.run(fairness(count))
+    finally:
+        kwok_nodes(False, EXTRA_NODES, "fair", CHILDREN)
+
+
+def main(argv: list[str]) -> None:
+    from bench.report import emit
+
+    emit(measure(int(argv[0]) if argv else 1000))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
