@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,13 @@ def apportion(
     exact = _whole(weights)
     if not any(exact.values()):
         exact = dict.fromkeys(exact, 1)
+    if not minimum and maximum is None and not caps:
+        # Nothing bounds a share (the usual Split): one round of Hamilton's method, whose
+        # shares come out in name order.
+        names = sorted(exact)
+        numerators = [total * exact[name] for name in names]
+        shares = _round(total, _Quotas({}, names, numerators, sum(exact.values())), current)
+        return Apportionment(shares=shares, unplaced=total - sum(shares.values()))
     high = _upper_bounds(exact, maximum, caps or {})
     low = {name: minimum if bound is None else min(minimum, bound) for name, bound in high.items()}
     if total <= sum(low.values()):
@@ -82,15 +90,22 @@ def _check(
         raise ValueError(f"total and minimum must be >= 0, got {total} and {minimum}")
     if maximum is not None and maximum < minimum:
         raise ValueError(f"maximum {maximum} is below minimum {minimum}")
-    if any(not math.isfinite(w) or w < 0 for w in weights.values()):
+    values = weights.values()
+    if values and (not all(map(math.isfinite, values)) or min(values) < 0):
         raise ValueError(f"weights must be finite and >= 0, got {dict(weights)}")
     if caps and any(cap < 0 for cap in caps.values()):
         raise ValueError(f"caps must be >= 0, got {dict(caps)}")
 
 
-def _whole(weights: Mapping[str, float]) -> dict[str, int]:
+def _whole(weights: Mapping[str, float]) -> Mapping[str, int]:
     """The weights as whole numbers in the same proportions: each times the least common
     denominator of all of them (1 when they are ints, a power of two for floats)."""
+    values = weights.values()
+    kinds = set(map(type, values))
+    if kinds <= {int}:
+        return cast("Mapping[str, int]", weights)  # read only, never changed
+    if kinds == {float} and all(map(float.is_integer, values)):
+        return dict(zip(weights, map(int, values), strict=True))
     ratios = {
         name: (weight, 1) if isinstance(weight, int) else weight.as_integer_ratio()
         for name, weight in weights.items()
@@ -127,11 +142,12 @@ def _minimums_first(
 
 @dataclass(frozen=True)
 class _Quotas:
-    """Exact quotas: `fixed` ones are whole, each of the others is its numerator in `scaled`
-    over the one `denominator` (> 0); `scaled` is in name order."""
+    """Exact quotas: `fixed` ones are whole; those of `names` (in name order) are their
+    `numerators` over the one `denominator` (> 0)."""
 
     fixed: dict[str, int]
-    scaled: dict[str, int]
+    names: list[str]
+    numerators: list[int]
     denominator: int
 
 
@@ -172,7 +188,7 @@ def _bounded_quotas(
             elif numerator < low[name] * denominator:
                 under[name] = low[name]
         if not over and not under:
-            return _Quotas(fixed, scaled, denominator)
+            return _Quotas(fixed, list(scaled), list(scaled.values()), denominator)
         # Both sums are over the same denominator: only the sign of the difference matters.
         excess = sum(scaled[name] - bound * denominator for name, bound in over.items()) - sum(
             bound * denominator - scaled[name] for name, bound in under.items()
@@ -182,30 +198,33 @@ def _bounded_quotas(
         if excess <= 0:
             fixed.update(under)
         free = [name for name in free if name not in fixed]
-    return _Quotas(fixed, {}, 1)
+    return _Quotas(fixed, [], [], 1)
 
 
 def _round(total: int, quotas: _Quotas, current: Mapping[str, int] | None) -> dict[str, int]:
     """Floors first, then one extra seat each for the `total - sum(floors)` best remainders:
     a location that already holds the seat before one that does not, then the larger
     remainder, then the name."""
-    shares = dict(quotas.fixed)
-    denominator = quotas.denominator
-    held = current or {}
-    # One integer per location orders (already there, larger remainder): remainders are in
-    # 1..denominator-1, so the ones already there come out negative and the others positive.
-    # `scaled` is in name order and sorting is stable, so equal keys stay in name order.
-    priority: dict[str, int] = {}
-    for name, numerator in quotas.scaled.items():
-        share, remainder = divmod(numerator, denominator)
-        shares[name] = share
-        if remainder:
-            already_there = held.get(name, 0) > share
-            priority[name] = (0 if already_there else denominator) - remainder
-    seats = total - sum(shares.values())
+    names, numerators, denominator = quotas.names, quotas.numerators, quotas.denominator
+    floors = [numerator // denominator for numerator in numerators]
+    remainders = [numerator % denominator for numerator in numerators]
+    seats = total - sum(floors) - sum(quotas.fixed.values())
     if seats > 0:
-        for name in sorted(priority, key=priority.__getitem__)[:seats]:
-            shares[name] += 1
+        # Fewer seats than non-zero remainders (they add up to `seats`), so the best `seats`
+        # by remainder all have one. A location already holding the seat ranks above every
+        # other: its key is raised by the denominator, more than any remainder. `names` is in
+        # name order and sorting is stable (in reverse too), so equal keys go by name.
+        keys = remainders
+        if current:
+            keys = [
+                remainder + denominator if remainder and current.get(name, 0) > floor else remainder
+                for name, floor, remainder in zip(names, floors, remainders, strict=True)
+            ]
+        best = sorted(range(len(names)), key=keys.__getitem__, reverse=True)[:seats]
+        for index in best:
+            floors[index] += 1
+    shares = dict(quotas.fixed)
+    shares.update(zip(names, floors, strict=True))
     return shares
 
 
