@@ -19,7 +19,7 @@ Arithmetic is exact, and ties break by name, so equal inputs give equal outputs 
 order of the mappings. It is also done in whole numbers: the weights are scaled to integers in
 the same proportions (a float is an integer over a power of two), every quota of one round is
 an integer numerator over the round's one denominator, and so floors are integer divisions and
-remainders compare as integers. `fractions.Fraction` gave the same answers at eight times the
+remainders compare as integers. `fractions.Fraction` gave the same answers at twenty times the
 cost, and the engine apportions on every decision.
 """
 
