@@ -210,10 +210,11 @@ def _round(total: int, quotas: _Quotas, current: Mapping[str, int] | None) -> di
     remainders = [numerator % denominator for numerator in numerators]
     seats = total - sum(floors) - sum(quotas.fixed.values())
     if seats > 0:
-        # Fewer seats than non-zero remainders (they add up to `seats`), so the best `seats`
-        # by remainder all have one. A location already holding the seat ranks above every
-        # other: its key is raised by the denominator, more than any remainder. `names` is in
-        # name order and sorting is stable (in reverse too), so equal keys go by name.
+        # The remainders add up to `seats * denominator` and each is below the denominator, so
+        # more locations have one than there are seats: the best `seats` all have one. A
+        # location already holding the seat ranks above every other: its key is raised by the
+        # denominator, more than any remainder. `names` is in name order and sorting is stable
+        # (in reverse too), so equal keys go by name.
         keys = remainders
         if current:
             keys = [
