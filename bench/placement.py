@@ -2,7 +2,9 @@
 
 - `decide`: CPU time of the placement engine for 10,000 workloads over 50 locations, against
   the naive divider kcp's 2021 splitter used (replicas // n, remainder dropped) on the same
-  inputs: what our eligibility checks and exact, stable apportionment cost on top.
+  inputs: what our eligibility checks and exact, stable apportionment cost on top. Also the
+  time per decision for each kind of strategy on its own, since each takes a different path
+  through the engine (a fast average could hide one slow path).
 - `replace` (needs the test bed, `--testbed`): 500 Deployments on the hub; the time until the
   placement loop has placed them all (baseline), then the time from joining a new location
   until every one of them has spilled into it.
@@ -40,28 +42,35 @@ def _candidates(n: int) -> list[Candidate]:
     ]
 
 
-def _workloads(n: int) -> list[tuple[dict[str, Any], Strategy]]:
-    rng = random.Random(11)
-    strategies = [
-        default_strategy("Deployment"),
-        Strategy.model_validate({"type": "Split", "weights": "capacity"}),
-        Strategy.model_validate(
+# One strategy of each kind the engine treats differently, by the name its figure carries.
+def _strategies() -> dict[str, Strategy]:
+    return {
+        "split": default_strategy("Deployment"),
+        "split_capacity": Strategy.model_validate({"type": "Split", "weights": "capacity"}),
+        "split_selector": Strategy.model_validate(
             {
                 "type": "Split",
                 "locationSelector": {"matchLabels": {"topology.kubernetes.io/region": "eu"}},
             }
         ),
-        Strategy.model_validate({"type": "Single"}),
-    ]
+        "replicate": Strategy.model_validate({"type": "Replicate"}),
+        "single": Strategy.model_validate({"type": "Single"}),
+    }
+
+
+def _workloads(n: int) -> list[tuple[str, dict[str, Any], Strategy]]:
+    rng = random.Random(11)
+    strategies = list(_strategies().items())
     return [
         (
+            strategies[i % len(strategies)][0],
             {
                 "apiVersion": "apps/v1",
                 "kind": "Deployment",
                 "metadata": {"name": f"w{i}", "namespace": "bench"},
                 "spec": {"replicas": rng.randint(1, 200)},
             },
-            strategies[i % len(strategies)],
+            strategies[i % len(strategies)][1],
         )
         for i in range(n)
     ]
@@ -70,12 +79,18 @@ def _workloads(n: int) -> list[tuple[dict[str, Any], Strategy]]:
 def bench_decide(workloads: int = 10_000, locations: int = 50) -> list[dict[str, Any]]:
     candidates = _candidates(locations)
     objects = _workloads(workloads)
+    by_type: dict[str, list[tuple[dict[str, Any], Strategy]]] = {}
+    for name, obj, strategy in objects:
+        by_type.setdefault(name, []).append((obj, strategy))
+    spent: dict[str, float] = {}
+    for name, group in by_type.items():
+        started = time.process_time()
+        for obj, strategy in group:
+            decide(obj, strategy, candidates, {}, now=1000.0)
+        spent[name] = time.process_time() - started
+    ours = sum(spent.values())
     started = time.process_time()
-    for obj, strategy in objects:
-        decide(obj, strategy, candidates, {}, now=1000.0)
-    ours = time.process_time() - started
-    started = time.process_time()
-    for obj, _ in objects:
+    for _, obj, _ in objects:
         share = obj["spec"]["replicas"] // len(candidates)
         {c.name: share for c in candidates}
     naive = time.process_time() - started
@@ -94,6 +109,15 @@ def bench_decide(workloads: int = 10_000, locations: int = 50) -> list[dict[str,
             "baseline": None,
             "ratio": None,
         },
+    ] + [
+        {
+            "benchmark": "placement.decide",
+            "figure": f"us_per_decision_{name}",
+            "value": round(spent[name] / len(by_type[name]) * 1e6, 1),
+            "baseline": None,
+            "ratio": None,
+        }
+        for name in by_type
     ]
 
 

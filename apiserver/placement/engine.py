@@ -12,14 +12,21 @@ explains what changed (`changes`, one line per location, for Events).
 Stability is a goal of its own: a location that stops answering keeps its replicas for the
 grace period (it may come back), a location that just became Ready gets nothing new until the
 cooldown is over (it may flap), and Split moves the fewest replicas it can.
+
+The loop decides for every object against the same locations, so how a location fares under a
+strategy for a kind (selector, taints, served kinds, weights) is worked out once and remembered
+for the same candidate and strategy objects; only the object's fields, the clock and the
+placement are looked at per decision. Remembering changes no result, only its cost.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from apiserver.placement.apportion import apportion
 from apiserver.placement.selector import matches, tolerated
@@ -90,7 +97,7 @@ class Settings:
     cooldown: float = 60.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """Whether a location may run the object, and why (shown to users as is)."""
 
@@ -194,55 +201,188 @@ def _api_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     return f"{api_version}/{kind}", f"{api_version} {kind}"
 
 
-def _incompatibility(
-    candidate: Candidate, obj: Mapping[str, Any], strategy: Strategy
-) -> str | None:
-    """Why the strategy or the object rules the location out, whatever its health."""
+def _incompatibility(candidate: Candidate, strategy: Strategy, key: str, shown: str) -> str | None:
+    """Why the strategy or the object's kind rules the location out, whatever its health (the
+    object's own fields are checked against the schema per decision, in `_verdict`)."""
     if not matches(strategy.location_selector, candidate.labels):
         return "filtered by selector"
     for taint in candidate.taints:
         if not tolerated(strategy.tolerations, taint.key, taint.value, taint.effect):
             return f"taint {taint} not tolerated"
-    key, shown = _api_key(obj)
     if key not in candidate.served:
         return f"{shown} not served"
-    checker = candidate.schemas.get(key)
-    missing = checker.missing(obj) if checker is not None else []
-    return f"field {missing[0]} not in schema" if missing else None
+    return None
+
+
+class _Judged(NamedTuple):
+    """One candidate judged on all that does not change from one object of a kind to the next
+    under one strategy: everything but the object's fields, the clock and the placement."""
+
+    candidate: Candidate
+    verdict: Verdict  # eligible, or the first reason against it that is known already
+    whatever_health: bool  # that reason comes before readiness: avoided, not pinned, cordoned
+    checker: FieldChecker | None  # the kind's schema, checked against each object
+
+
+def _judge(candidate: Candidate, strategy: Strategy, key: str, shown: str) -> _Judged:
+    name = candidate.name
+    if name in strategy.avoid:
+        return _Judged(candidate, Verdict(name, False, "avoided"), True, None)
+    if strategy.pin and name not in strategy.pin:
+        return _Judged(candidate, Verdict(name, False, "not pinned"), True, None)
+    if candidate.unschedulable:
+        return _Judged(candidate, Verdict(name, False, "cordoned"), True, None)
+    reason = _incompatibility(candidate, strategy, key, shown)
+    if reason is not None:
+        return _Judged(candidate, Verdict(name, False, reason), False, None)
+    checker = candidate.schemas.get(key) if candidate.schemas else None
+    return _Judged(candidate, Verdict(name, True, "eligible"), False, checker)
 
 
 def _verdict(
-    candidate: Candidate,
-    obj: Mapping[str, Any],
-    strategy: Strategy,
-    placed: bool,
-    now: float,
-    settings: Settings,
+    judged: _Judged, obj: Mapping[str, Any], placed: bool, now: float, settings: Settings
 ) -> Verdict:
-    def verdict(eligible: bool, reason: str) -> Verdict:
-        return Verdict(candidate.name, eligible, reason)
-
-    if candidate.name in strategy.avoid:
-        return verdict(False, "avoided")
-    if strategy.pin and candidate.name not in strategy.pin:
-        return verdict(False, "not pinned")
-    if candidate.unschedulable:
-        return verdict(False, "cordoned")
+    """The first thing that rules the location out, in the order users read them."""
+    verdict, candidate = judged.verdict, judged.candidate
+    if judged.whatever_health:
+        return verdict
     since = max(0.0, now - candidate.ready_changed_at)
     if not candidate.ready and (not placed or since >= settings.grace):
-        return verdict(False, f"not Ready for {_duration(since)}")
-    reason = _incompatibility(candidate, obj, strategy)
-    if reason is not None:
-        return verdict(False, reason)
+        return Verdict(candidate.name, False, f"not Ready for {_duration(since)}")
+    if not verdict.eligible:
+        return verdict
+    missing = judged.checker.missing(obj) if judged.checker is not None else []
+    if missing:
+        return Verdict(candidate.name, False, f"field {missing[0]} not in schema")
     if not candidate.ready:
-        return verdict(
-            True, f"not Ready, evacuating in {_duration(math.ceil(settings.grace - since))}"
-        )
+        grace_left = _duration(math.ceil(settings.grace - since))
+        return Verdict(candidate.name, True, f"not Ready, evacuating in {grace_left}")
     if not placed and since < settings.cooldown:
-        return verdict(
-            False, f"cooling down (Ready for {_duration(since)} of {_duration(settings.cooldown)})"
-        )
-    return verdict(True, "eligible")
+        cooling = f"cooling down (Ready for {_duration(since)} of {_duration(settings.cooldown)})"
+        return Verdict(candidate.name, False, cooling)
+    return verdict
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The candidates judged under one strategy for one kind, in name order, and what placing
+    on them reads (weights, Single's order of preference), worked out when first needed.
+
+    `steady` says the verdicts are `verdicts` whenever the clock is `settled_at + cooldown` or
+    later, whatever the placement: every candidate not ruled out is Ready, and none that could
+    be eligible has a schema to check the object against.
+    """
+
+    candidates: tuple[Candidate, ...]  # held, so that their ids stay theirs while remembered
+    strategy: Strategy
+    judged: tuple[_Judged, ...]
+    steady: bool
+    settled_at: float
+    verdicts: tuple[Verdict, ...]
+    eligible: dict[str, Candidate]
+
+    @functools.cached_property
+    def weights(self) -> dict[str, int]:
+        """Of every candidate that could be eligible."""
+        return {
+            j.candidate.name: _weight(self.strategy, j.candidate)
+            for j in self.judged
+            if j.verdict.eligible
+        }
+
+    @functools.cached_property
+    def by_preference(self) -> tuple[str, ...]:
+        """The same, heaviest first, then the roomiest, then by name."""
+        weights = self.weights
+        free_cpu = {
+            j.candidate.name: -1 if j.candidate.free is None else j.candidate.free.cpu_milli
+            for j in self.judged
+            if j.verdict.eligible
+        }
+        return tuple(sorted(weights, key=lambda n: (-weights[n], -free_cpu[n], n)))
+
+
+def _judge_all(
+    candidates: Sequence[Candidate], strategy: Strategy, key: str, shown: str
+) -> _Snapshot:
+    by_name = {candidate.name: candidate for candidate in candidates}
+    if len(by_name) != len(candidates):
+        raise ValueError("candidates must have distinct names")
+    judged = tuple(_judge(by_name[name], strategy, key, shown) for name in sorted(by_name))
+    possible = [j for j in judged if j.verdict.eligible]
+    steady = all(j.candidate.ready for j in judged if not j.whatever_health) and all(
+        j.checker is None for j in possible
+    )
+    return _Snapshot(
+        candidates=tuple(candidates),
+        strategy=strategy,
+        judged=judged,
+        steady=steady,
+        settled_at=max((j.candidate.ready_changed_at for j in possible), default=-math.inf),
+        verdicts=tuple(j.verdict for j in judged) if steady else (),
+        eligible={j.candidate.name: j.candidate for j in possible} if steady else {},
+    )
+
+
+def _weight(strategy: Strategy, candidate: Candidate) -> int:
+    """The written weight, else (weights: capacity) its free CPU, 1 when that is unknown."""
+    written = strategy.weight_of(candidate.name)
+    if written is not None:
+        return written
+    return max(0, candidate.free.cpu_milli) if candidate.free is not None else 1
+
+
+# Snapshots of recent (candidates, strategy, kind), by the identity of the objects: judging 50
+# locations costs more than placing on them. Candidates and strategies are frozen values that
+# nobody changes in place (their mappings included: §8, never mutate cached objects), and a
+# snapshot holds on to them, so an id in a key cannot be another object's while the entry
+# lives. Bounded, oldest out first; the lock only guards adding and evicting.
+_SNAPSHOTS: dict[tuple[object, ...], _Snapshot] = {}
+_SNAPSHOTS_KEPT = 64
+_SNAPSHOTS_LOCK = threading.Lock()
+
+
+def _snapshot(
+    candidates: Sequence[Candidate], strategy: Strategy, obj: Mapping[str, Any]
+) -> _Snapshot:
+    key, shown = _api_key(obj)
+    memo_key = (id(strategy), key, *map(id, candidates))
+    snapshot = _SNAPSHOTS.get(memo_key)
+    if snapshot is None:
+        snapshot = _judge_all(candidates, strategy, key, shown)
+        with _SNAPSHOTS_LOCK:
+            while len(_SNAPSHOTS) >= _SNAPSHOTS_KEPT:
+                del _SNAPSHOTS[next(iter(_SNAPSHOTS))]
+            _SNAPSHOTS[memo_key] = snapshot
+    return snapshot
+
+
+class _Verdicts(NamedTuple):
+    all: tuple[Verdict, ...]  # by name
+    eligible: dict[str, Candidate]  # by name
+    evacuating: frozenset[str]  # eligible but not Ready (within the grace period)
+
+
+def _verdicts(
+    snapshot: _Snapshot,
+    obj: Mapping[str, Any],
+    current: Mapping[str, int | None],
+    now: float,
+    settings: Settings,
+) -> _Verdicts:
+    if snapshot.steady and max(0.0, now - snapshot.settled_at) >= settings.cooldown:
+        return _Verdicts(snapshot.verdicts, snapshot.eligible, frozenset())
+    verdicts = tuple(
+        _verdict(judged, obj, judged.candidate.name in current, now, settings)
+        for judged in snapshot.judged
+    )
+    eligible = {
+        judged.candidate.name: judged.candidate
+        for judged, verdict in zip(snapshot.judged, verdicts, strict=True)
+        if verdict.eligible
+    }
+    evacuating = frozenset(name for name, candidate in eligible.items() if not candidate.ready)
+    return _Verdicts(verdicts, eligible, evacuating)
 
 
 # --- placing ----------------------------------------------------------------------------------
@@ -260,23 +400,17 @@ class _Context:
     total: int | None
     missing: Mapping[str, int]
     limits: Mapping[str, int]
+    snapshot: _Snapshot
 
     def weight(self, name: str) -> int:
-        written = self.strategy.weight_of(name)
-        if written is not None:
-            return written
-        free = self.locations[name].free
-        return max(0, free.cpu_milli) if free is not None else 1
-
-    def free_cpu(self, name: str) -> int:
-        free = self.locations[name].free
-        return free.cpu_milli if free is not None else -1
+        return self.snapshot.weights[name]
 
     def held(self, name: str) -> int:
         return self.current.get(name) or 0
 
 
-# The placement (None: leave the current one alone) and what could not be placed, if anything.
+# The placement in name order (None: leave the current one alone) and what could not be
+# placed, if anything.
 _Outcome = tuple[Placement | None, str | None]
 
 
@@ -306,23 +440,25 @@ def _replicate(ctx: _Context, names: Sequence[str]) -> _Outcome:
 
 
 def _single(ctx: _Context, names: Sequence[str]) -> _Outcome:
-    """One location: the current one while it is eligible, else the heaviest, roomiest one."""
+    """One location: the current one while it is eligible, else the heaviest, roomiest one;
+    either way one that is not evacuating if there is one."""
     placed = [name for name in names if name in ctx.current]
-
-    def preference(name: str) -> tuple[bool, int, int, str]:
-        return (name in ctx.evacuating, -ctx.weight(name), -ctx.free_cpu(name), name)
-
-    chosen = min(placed or names, key=preference)
+    pool = set(placed or names)
+    ranked = (name for name in ctx.snapshot.by_preference if name in pool)
+    chosen = next((name for name in ranked if name not in ctx.evacuating), None)
+    if chosen is None:  # all of them evacuating
+        chosen = next(name for name in ctx.snapshot.by_preference if name in pool)
     return _replicate(ctx, [chosen])
 
 
 def _job_settled(ctx: _Context, names: Sequence[str]) -> bool:
     """A Job keeps its placement while all its locations stay eligible and its size holds:
     moving a Job restarts its pods, and a child's completions cannot be changed."""
+    if ctx.obj.get("kind") != "Job":
+        return False
     used = [name for name in ctx.current if ctx.held(name) > 0]
     return (
-        ctx.obj.get("kind") == "Job"
-        and not ctx.missing
+        not ctx.missing
         and bool(used)
         and set(used) <= set(names)
         and sum(ctx.held(name) for name in ctx.current) == ctx.total
@@ -348,11 +484,13 @@ def _split(ctx: _Context, names: Sequence[str]) -> _Outcome:
     if _job_settled(ctx, names):
         return {name: ctx.current[name] for name in names if name in ctx.current}, None
     names = _limit_locations(ctx, names)
-    ready = [name for name in names if name not in ctx.evacuating]
-    fixed = _keep_evacuating(ctx, names) if ready else {}
+    ready = [name for name in names if name not in ctx.evacuating] if ctx.evacuating else names
+    fixed = _keep_evacuating(ctx, names) if ready and ctx.evacuating else {}
     pool = ready or list(names)
     shares, unplaced = _divide(ctx, ctx.total - sum(fixed.values()), pool)
-    shares.update(fixed)
+    if fixed:
+        shares = dict(sorted({**shares, **fixed}.items()))
+    # Only where it runs, or ran before (a share scaled to zero keeps its copy there).
     placement: Placement = {
         name: share for name, share in shares.items() if share > 0 or name in ctx.current
     }
@@ -370,7 +508,9 @@ def _keep_evacuating(ctx: _Context, names: Sequence[str]) -> dict[str, int]:
 
 
 def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, int], int]:
-    weights = {name: float(ctx.weight(name)) for name in pool}
+    every = ctx.snapshot.weights
+    # The snapshot's weights as they are when the pool is all of them (the usual case).
+    weights = every if len(pool) == len(every) else {name: every[name] for name in pool}
     high = ctx.strategy.max_per_location
     caps = {
         name: max(0, ctx.held(name) - missing)
@@ -385,7 +525,7 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
         weights,
         minimum=ctx.strategy.min_per_location,
         maximum=high,
-        current={name: ctx.held(name) for name in pool},
+        current={name: held or 0 for name, held in ctx.current.items() if name in weights},
         caps=caps,
     )
     shares = dict(result.shares)
@@ -430,13 +570,16 @@ def _place(ctx: _Context) -> _Outcome:
 def _changes(
     current: Mapping[str, int | None],
     placement: Placement,
-    verdicts: Mapping[str, Verdict],
+    verdicts: Sequence[Verdict],
     missing: Mapping[str, int],
 ) -> tuple[str, ...]:
     """One line per location that changed: evacuations first, then arrivals, then scaling."""
+    if not current:  # the first placement: every location is an arrival
+        return tuple(map("placed in {}".format, placement))
     gone = sorted(set(current) - set(placement))
     new = sorted(set(placement) - set(current))
-    lines = [f"evacuated {name}: {_why_gone(verdicts.get(name))}" for name in gone]
+    by_location = {verdict.location: verdict for verdict in verdicts} if gone else {}
+    lines = [f"evacuated {name}: {_why_gone(by_location.get(name))}" for name in gone]
     why_new = _why_new(current, placement, gone, missing)
     lines += [f"{'placed in' if not current else 'spilled into'} {name}{why_new}" for name in new]
     for name in sorted(set(current) & set(placement)):
@@ -496,31 +639,24 @@ def decide(
     grace period: that location is capped at what actually runs and the rest goes elsewhere.
     `limits` caps locations found short earlier, so their share does not grow back at once.
     """
-    by_name = {candidate.name: candidate for candidate in candidates}
-    if len(by_name) != len(candidates):
-        raise ValueError("candidates must have distinct names")
-    verdicts = tuple(
-        _verdict(by_name[name], obj, strategy, name in current, now, settings)
-        for name in sorted(by_name)
-    )
-    eligible = {v.location: by_name[v.location] for v in verdicts if v.eligible}
-    unchanged = dict(sorted(current.items()))
+    snapshot = _snapshot(candidates, strategy, obj)
+    verdicts, eligible, evacuating = _verdicts(snapshot, obj, current, now, settings)
     if not eligible:
-        return Decision(unchanged, verdicts, _no_eligible(verdicts), ())
+        return Decision(dict(sorted(current.items())), verdicts, _no_eligible(verdicts), ())
     ctx = _Context(
         obj=obj,
         strategy=strategy,
         locations=eligible,
         current={name: value for name, value in current.items() if name in eligible},
-        evacuating=frozenset(name for name, c in eligible.items() if not c.ready),
+        evacuating=evacuating,
         total=total_replicas(obj),
         missing=dict(missing_capacity or {}),
         limits=dict(limits or {}),
+        snapshot=snapshot,
     )
     placement, problem = _place(ctx)
     if placement is None:
-        return Decision(unchanged, verdicts, problem, ())
-    placement = dict(sorted(placement.items()))
+        return Decision(dict(sorted(current.items())), verdicts, problem, ())
     missing = {name: count for name, count in ctx.missing.items() if name in placement}
-    changes = _changes(current, placement, {v.location: v for v in verdicts}, missing)
+    changes = _changes(current, placement, verdicts, missing)
     return Decision(placement, verdicts, problem, changes)

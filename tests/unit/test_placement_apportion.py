@@ -1,14 +1,16 @@
-"""Largest-remainder apportionment: exact sums, bounds, determinism, and the fewest moves."""
+"""Largest-remainder apportionment: exact sums, bounds, determinism, the fewest moves, and
+the same answers as the `Fraction` implementation it replaced."""
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from fractions import Fraction
 from itertools import combinations, pairwise
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apiserver.placement.apportion import Apportionment, apportion
@@ -241,3 +243,141 @@ def test_bounded_shares_are_within_one_of_the_water_filled_quota(
     assert sum(quotas.values()) == total
     for name, share in apportion(total, weights, minimum=low, maximum=high).shares.items():
         assert math.floor(quotas[name]) <= share <= math.ceil(quotas[name])
+
+
+# --- the Fraction implementation apportion.py used until it moved to integers -------------------
+# Kept verbatim (bar names and the argument check) as the reference the integer arithmetic must
+# agree with exactly.
+
+
+def fraction_apportion(
+    total: int,
+    weights: Mapping[str, float],
+    *,
+    minimum: int = 0,
+    maximum: int | None = None,
+    current: Mapping[str, int] | None = None,
+    caps: Mapping[str, int] | None = None,
+) -> Apportionment:
+    exact = {name: Fraction(weight) for name, weight in weights.items()}
+    if not any(exact.values()):
+        exact = dict.fromkeys(exact, Fraction(1))
+    ceiling = math.inf if maximum is None else maximum
+    high = {name: min(ceiling, (caps or {}).get(name, math.inf)) for name in exact}
+    low = {name: int(min(minimum, bound)) for name, bound in high.items()}
+    if total <= sum(low.values()):
+        return _fraction_finish(_fraction_minimums_first(total, exact, low), total)
+    if all(bound < math.inf for bound in high.values()) and total >= sum(high.values()):
+        return _fraction_finish({name: int(bound) for name, bound in high.items()}, total)
+    quotas = _fraction_bounded_quotas(total, exact, low, high)
+    return _fraction_finish(_fraction_round(total, quotas, current), total)
+
+
+def _fraction_minimums_first(
+    total: int, weights: Mapping[str, Fraction], low: Mapping[str, int]
+) -> dict[str, int]:
+    shares: dict[str, int] = {}
+    for name in sorted(weights, key=lambda name: (-weights[name], name)):
+        shares[name] = min(low[name], total)
+        total -= shares[name]
+    return shares
+
+
+def _fraction_proportional(total: Fraction, weights: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    weight_sum = sum(weights.values())
+    if not weight_sum:
+        return {name: total / len(weights) for name in weights}
+    return {name: total * weight / weight_sum for name, weight in weights.items()}
+
+
+def _fraction_bounded_quotas(
+    total: int,
+    weights: Mapping[str, Fraction],
+    low: Mapping[str, int],
+    high: Mapping[str, float],
+) -> dict[str, Fraction]:
+    fixed: dict[str, Fraction] = {}
+    free = sorted(weights)
+    while free:
+        remaining = total - sum(fixed.values(), Fraction(0))
+        quotas = _fraction_proportional(remaining, {name: weights[name] for name in free})
+        over = {name: q - Fraction(high[name]) for name, q in quotas.items() if q > high[name]}
+        under = {name: low[name] - q for name, q in quotas.items() if q < low[name]}
+        if not over and not under:
+            return {**fixed, **quotas}
+        excess = sum(over.values(), Fraction(0)) - sum(under.values(), Fraction(0))
+        if excess >= 0:
+            fixed.update({name: Fraction(int(high[name])) for name in over})
+        if excess <= 0:
+            fixed.update({name: Fraction(low[name]) for name in under})
+        free = [name for name in free if name not in fixed]
+    return fixed
+
+
+def _fraction_round(
+    total: int, quotas: Mapping[str, Fraction], current: Mapping[str, int] | None
+) -> dict[str, int]:
+    shares = {name: math.floor(quota) for name, quota in quotas.items()}
+    seats = total - sum(shares.values())
+    held = current or {}
+
+    def priority(name: str) -> tuple[bool, Fraction, str]:
+        already_there = held.get(name, 0) > shares[name]
+        return (not already_there, -(quotas[name] - shares[name]), name)
+
+    fractional = [name for name in quotas if quotas[name] != shares[name]]
+    for name in sorted(fractional, key=priority)[:seats]:
+        shares[name] += 1
+    return shares
+
+
+def _fraction_finish(shares: Mapping[str, int], total: int) -> Apportionment:
+    ordered = dict(sorted(shares.items()))
+    return Apportionment(shares=ordered, unplaced=total - sum(ordered.values()))
+
+
+# What callers pass: the engine's written weights and capacity weights (millicores, large) as
+# floats, Jobs' placements as floats, the tests' small ints; and beyond that any finite float
+# (a power-of-two denominator up to 2**1074) and ints too large for a float to hold exactly.
+any_weight = st.one_of(
+    st.integers(0, 6),
+    st.integers(0, 6).map(float),
+    st.integers(0, 128_000),
+    st.integers(0, 128_000).map(float),
+    st.integers(0, 2**70),
+    st.floats(0, 10, allow_nan=False, allow_infinity=False),
+    st.floats(min_value=0, allow_nan=False, allow_infinity=False),
+)
+many_names = st.sampled_from([f"loc-{index:02d}" for index in range(12)])
+# Small worlds too, where zero weights, bounds that bind and remainders that tie are common.
+small_weight = st.one_of(st.integers(0, 4), st.sampled_from([0.0, 0.1, 0.5, 1.0, 1.5, 2.0, 3.0]))
+weight_mixes = st.one_of(
+    st.dictionaries(names, small_weight, max_size=6),
+    st.dictionaries(many_names, any_weight, max_size=12),
+)
+
+
+@settings(max_examples=400)
+@given(
+    st.one_of(st.integers(0, 40), st.integers(0, 400)),
+    weight_mixes,
+    st.integers(0, 6),
+    st.one_of(st.none(), st.integers(0, 8), st.integers(0, 60)),
+    st.one_of(st.none(), st.dictionaries(st.one_of(names, many_names), st.integers(0, 200))),
+    st.one_of(st.none(), st.dictionaries(st.one_of(names, many_names), st.integers(0, 60))),
+)
+def test_integer_arithmetic_agrees_with_fractions(
+    total: int,
+    weights: dict[str, float],
+    low: int,
+    extra: int | None,
+    current: dict[str, int] | None,
+    caps: dict[str, int] | None,
+) -> None:
+    high = None if extra is None else low + extra
+    expected = fraction_apportion(
+        total, weights, minimum=low, maximum=high, current=current, caps=caps
+    )
+    got = apportion(total, weights, minimum=low, maximum=high, current=current, caps=caps)
+    assert got == expected
+    assert list(got.shares) == list(expected.shares)

@@ -588,3 +588,48 @@ def test_split_places_exactly_the_replicas_on_eligible_locations(
     assert set(decision.placement) <= eligible
     assert decision.unplaceable is None
     assert (decision.changes == ()) == (decision.placement == current)
+
+
+# Locations that serve different kinds, some with a schema that lacks a field.
+varied_candidate_sets = st.lists(
+    st.builds(
+        loc,
+        st.sampled_from(["ap-south", "eu-west", "us-east", "us-west", "sa-east"]),
+        ready=st.booleans(),
+        ready_changed_at=st.sampled_from([0.0, NOW - 30, NOW - 90]),
+        unschedulable=st.booleans(),
+        labels=st.fixed_dictionaries({"zone": st.sampled_from(["a", "b", "c"])}),
+        served=st.sets(st.sampled_from(sorted(SERVED))).map(frozenset),
+        schemas=st.sampled_from([{}, {DEPLOYMENT_KEY: Lacks("spec.replicas")}]),
+    ),
+    max_size=5,
+    unique_by=lambda candidate: candidate.name,
+)
+
+
+@given(
+    varied_candidate_sets,
+    strategies,
+    strategies,
+    st.integers(0, 20),
+    st.dictionaries(st.sampled_from(["eu-west", "us-east", "sa-east"]), st.integers(0, 5)),
+    st.sampled_from([NOW - 20, NOW, NOW + 40, NOW + 100]),
+)
+def test_what_decide_remembers_changes_no_decision(
+    candidates: list[Candidate],
+    how: Strategy,
+    other: Strategy,
+    replicas: int,
+    current: dict[str, int],
+    later: float,
+) -> None:
+    """`decide` remembers how it judged the same candidate and strategy objects: a later
+    decision on them, at another time, for another placement, kind or strategy, is the one
+    fresh copies get."""
+    for obj in (deployment(replicas), job(completions=replicas, parallelism=2), CONFIGMAP):
+        run(candidates, obj=obj, how=other)
+        run(candidates, obj=obj, how=how)
+        remembered = run(candidates, current=current, obj=obj, how=how, now=later)
+        copies = [dataclasses.replace(candidate) for candidate in candidates]
+        fresh = run(copies, current=current, obj=obj, how=how.model_copy(), now=later)
+        assert remembered == fresh
