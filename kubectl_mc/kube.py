@@ -7,27 +7,30 @@ is still used: a list missing one location is better than no list.
 
 Connections are kept open and reused (a few requests per command, some of them from
 threads), and a watch is read line by line as the server streams it.
+
+Every request asks the kubeconfig user's credential source (`credentials.py`) what to send,
+so an exec plugin's token is fetched when first needed and replaced when it expires; a 401
+is retried once with a fresh one. A cluster's `proxy-url` is tunnelled through with CONNECT.
 """
 
 from __future__ import annotations
 
-import atexit
-import base64
 import http.client
 import json
-import os
 import ssl
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from kubectl_mc import __version__
+from kubectl_mc.credentials import ClusterTLS, Credential, CredentialError, Source, source_for
 from kubectl_mc.kubeconfig import Selected
+
+if TYPE_CHECKING:
+    from kubectl_mc.proxy import Proxy
 
 Obj = dict[str, Any]
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -53,14 +56,32 @@ class KubeError(Exception):
         return str(self.status.get("reason", ""))
 
 
+class Connection(http.client.HTTPSConnection):
+    """HTTPS whose certificate is checked for `server_name`: the cluster's `tls-server-name`,
+    or else the server's host, also when the socket goes to a proxy first."""
+
+    def __init__(
+        self, host: str, port: int, context: ssl.SSLContext, timeout: float, server_name: str
+    ) -> None:
+        super().__init__(host, port, timeout=timeout, context=context)
+        self.tls_context = context
+        self.server_name = server_name
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)  # TCP, then CONNECT when tunnelling
+        self.sock = self.tls_context.wrap_socket(self.sock, server_hostname=self.server_name)
+
+
 @dataclass
 class Client:
     server: str
-    context: ssl.SSLContext
-    token: str | None = None
+    context: ssl.SSLContext  # used as it is when there are no credentials
+    credentials: Source | None = None
     timeout: float = 30.0
     on_warning: Callable[[str], None] = field(default_factory=lambda: print_warning)
-    _idle: list[http.client.HTTPSConnection] = field(default_factory=list, repr=False)
+    proxy: Proxy | None = None
+    server_name: str | None = None  # tls-server-name
+    _idle: list[Connection] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def request(
@@ -73,12 +94,12 @@ class Client:
         accept: str = JSON,
     ) -> Obj:
         data = None if body is None else json.dumps(body).encode()
-        conn, resp = self._send(method, path, params, accept, data, content_type)
+        conn, resp = self._exchange(method, path, params, accept, data, content_type)
         try:
             text = resp.read().decode(errors="replace")
         except (OSError, http.client.HTTPException) as err:
             conn.close()
-            raise KubeError(_connection_message(self.server, err)) from err
+            raise KubeError(self._connection_message(err)) from err
         self._release(conn, resp)
         try:
             payload = json.loads(text) if text else {}
@@ -94,7 +115,7 @@ class Client:
         """The events of a watch (`{"type", "object"}`), as the server sends them, until it
         closes the stream. No read timeout: a quiet watch is not a dead one."""
         query = {**(params or {}), "watch": "true"}
-        conn, resp = self._send("GET", path, query, accept, None, JSON)
+        conn, resp = self._exchange("GET", path, query, accept, None, JSON)
         try:
             if not 200 <= resp.status < 300:
                 text = resp.read().decode(errors="replace")
@@ -109,11 +130,11 @@ class Client:
                 if line.strip():
                     yield json.loads(line)
         except (OSError, http.client.HTTPException) as err:
-            raise KubeError(_connection_message(self.server, err)) from err
+            raise KubeError(self._connection_message(err)) from err
         finally:
             conn.close()
 
-    def _send(
+    def _exchange(
         self,
         method: str,
         path: str,
@@ -121,16 +142,52 @@ class Client:
         accept: str,
         data: bytes | None,
         content_type: str,
-    ) -> tuple[http.client.HTTPSConnection, http.client.HTTPResponse]:
+    ) -> tuple[Connection, http.client.HTTPResponse]:
+        """One request, sent again once with a fresh credential if the first one is refused
+        (401) and the source has a different one to offer (a plugin run again)."""
+        credential = self._credential()
+        conn, resp = self._send(credential, method, path, params, accept, data, content_type)
+        if resp.status != 401 or self.credentials is None:
+            return conn, resp
+        fresh = self._credential(stale=credential)
+        if fresh is None:
+            return conn, resp
+        self._drain(conn, resp)
+        return self._send(fresh, method, path, params, accept, data, content_type)
+
+    def _credential(self, stale: Credential | None = None) -> Credential | None:
+        """The credential to use (`stale`: the one just refused; None if no other)."""
+        try:
+            if self.credentials is None:
+                return Credential(None, self.context)
+            if stale is None:
+                return self.credentials.current()
+            return self.credentials.refresh(stale)
+        except CredentialError as err:
+            raise KubeError(f"error: {err}") from err
+
+    def _send(
+        self,
+        credential: Credential | None,
+        method: str,
+        path: str,
+        params: dict[str, str] | None,
+        accept: str,
+        data: bytes | None,
+        content_type: str,
+    ) -> tuple[Connection, http.client.HTTPResponse]:
         url = urlsplit(self.server)
         headers = {"Accept": accept, "User-Agent": f"kubectl-mc/v{__version__}"}
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
+        context = self.context
+        if credential is not None:
+            context = credential.context
+            if credential.token:
+                headers["Authorization"] = f"Bearer {credential.token}"
         if data is not None:
             headers["Content-Type"] = content_type
         target = url.path.rstrip("/") + path + (f"?{urlencode(params)}" if params else "")
         while True:
-            conn, reused = self._connection(url.hostname or "localhost", url.port or 443)
+            conn, reused = self._connection(context)
             try:
                 conn.request(method, target, body=data, headers=headers)
                 resp = conn.getresponse()
@@ -139,24 +196,58 @@ class Client:
                 conn.close()
                 if reused and method != "POST" and isinstance(err, ConnectionError):
                     continue  # the server had closed the idle connection: a new one
-                raise KubeError(_connection_message(self.server, err)) from err
+                raise KubeError(self._connection_message(err)) from err
         for warning in resp.headers.get_all("Warning") or []:
             self.on_warning(warning_text(warning))
         return conn, resp
 
-    def _connection(self, host: str, port: int) -> tuple[http.client.HTTPSConnection, bool]:
+    def _connection(self, context: ssl.SSLContext) -> tuple[Connection, bool]:
+        """An idle connection made with this TLS context, or a new one. Idle ones made with
+        another (a client certificate since replaced) are closed."""
+        found, stale = None, []
         with self._lock:
-            if self._idle:
-                return self._idle.pop(), True
-        conn = http.client.HTTPSConnection(host, port, context=self.context, timeout=self.timeout)
+            while self._idle and found is None:
+                conn = self._idle.pop()
+                if conn.tls_context is context:
+                    found = conn
+                else:
+                    stale.append(conn)
+        for conn in stale:
+            conn.close()
+        if found is not None:
+            return found, True
+        url = urlsplit(self.server)
+        host, port = url.hostname or "localhost", url.port or 443
+        name = self.server_name or host
+        if self.proxy is None:
+            return Connection(host, port, context, self.timeout, name), False
+        conn = Connection(self.proxy.host, self.proxy.port, context, self.timeout, name)
+        conn.set_tunnel(host, port, headers=self.proxy.headers)
         return conn, False
 
-    def _release(self, conn: http.client.HTTPSConnection, resp: http.client.HTTPResponse) -> None:
+    def _release(self, conn: Connection, resp: http.client.HTTPResponse) -> None:
         if resp.will_close:
             conn.close()
             return
         with self._lock:
             self._idle.append(conn)
+
+    def _drain(self, conn: Connection, resp: http.client.HTTPResponse) -> None:
+        """Read a response nobody needs, so its connection can serve the next request."""
+        try:
+            resp.read()
+        except (OSError, http.client.HTTPException):
+            conn.close()
+            return
+        self._release(conn, resp)
+
+    def _connection_message(self, err: BaseException) -> str:
+        if self.proxy is not None and isinstance(err, ConnectionRefusedError):
+            return (
+                f"Unable to connect to the server: proxyconnect tcp: dial tcp "
+                f"{self.proxy.address}: connect: connection refused"
+            )
+        return _connection_message(self.server, err)
 
     def get(self, path: str, **params: str) -> Obj:
         return self.request("GET", path, params=params or None)
@@ -176,6 +267,9 @@ class Client:
 def _error(status: int, payload: Any, text: str) -> KubeError:
     if isinstance(payload, dict) and payload.get("kind") == "Status":
         reason = payload.get("reason") or "Unknown"
+        if reason == "Unauthorized":  # kubectl's words for a credential the server refused
+            message = payload.get("message") or reason
+            return KubeError(f"error: You must be logged in to the server ({message})", payload)
         return KubeError(f"Error from server ({reason}): {payload.get('message', '')}", payload)
     return KubeError(
         f"Error from server: the server responded with status {status}: {text[:200]}",
@@ -210,55 +304,26 @@ def warning_text(header: str) -> str:
 
 
 def connect(selected: Selected, timeout: float = 30.0) -> Client:
-    """A client for a resolved kubeconfig context (client certificates, tokens, CA)."""
-    cluster, user = selected.cluster, selected.user
+    """A client for a resolved kubeconfig context. Nothing is run or read for the user's
+    credentials until the first request needs them."""
+    cluster = selected.cluster
     server = cluster.get("server")
     if not server:
         raise KubeError(f"cluster of context {selected.context!r} has no server")
-    if cluster.get("insecure-skip-tls-verify"):
-        context = ssl._create_unverified_context()
-    else:
-        context = ssl.create_default_context(
-            cafile=cluster.get("certificate-authority"),
-            cadata=_decoded(cluster.get("certificate-authority-data")),
-        )
-    cert = _material(user, "client-certificate")
-    key = _material(user, "client-key")
-    if cert and key:
-        context.load_cert_chain(cert, key)
-    token = user.get("token")
-    if not token and user.get("tokenFile"):
-        token = Path(user["tokenFile"]).read_text().strip()
-    return Client(server, context, token, timeout)
+    tls = ClusterTLS.of(cluster)
+    try:
+        credentials = source_for(selected.user_name, selected.user, cluster, tls)
+    except CredentialError as err:
+        raise KubeError(str(err)) from err
+    proxy = None
+    if cluster.get("proxy-url"):
+        from kubectl_mc.proxy import ProxyError, parse
 
-
-def _decoded(data: str | None) -> str | None:
-    return base64.b64decode(data).decode() if data else None
-
-
-def _material(user: dict[str, Any], field: str) -> str | None:
-    """A path to the certificate or key: the file named, or inline data in a private file."""
-    if user.get(field):
-        return str(user[field])
-    data = user.get(f"{field}-data")
-    if not data:
-        return None
-    fd, name = tempfile.mkstemp(prefix="kubectl-mc-", suffix=".pem")
-    with os.fdopen(fd, "wb") as out:
-        out.write(base64.b64decode(data))
-    if not _TEMP_FILES:
-        atexit.register(cleanup)
-    _TEMP_FILES.append(name)
-    return name
-
-
-_TEMP_FILES: list[str] = []
-
-
-def cleanup() -> None:
-    """Remove inline credentials written for ssl (it only loads them from files)."""
-    while _TEMP_FILES:
-        Path(_TEMP_FILES.pop()).unlink(missing_ok=True)
+        try:
+            proxy = parse(str(cluster["proxy-url"]))
+        except ProxyError as err:
+            raise KubeError(str(err)) from err
+    return Client(server, tls.plain, credentials, timeout, proxy=proxy, server_name=tls.server_name)
 
 
 def _connection_message(server: str, err: BaseException) -> str:

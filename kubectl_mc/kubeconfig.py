@@ -29,6 +29,7 @@ class Selected:
     user: dict[str, Any]
     namespace: str
     base: Path  # relative file references resolve against the file that named them
+    user_name: str = ""  # errors about credentials name the user, as kubectl's do
 
 
 def load(path: str | None) -> tuple[Config, Path]:
@@ -92,6 +93,7 @@ def select(
         user=_named(config, "users", user_name, "user") if user_name else {},
         namespace=ctx.get("namespace") or "default",
         base=base or Path.cwd(),
+        user_name=user_name or "",
     )
 
 
@@ -125,16 +127,24 @@ def _named(config: Config, section: str, name: str | None, what: str) -> dict[st
 
 
 def _absolute(entry: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Relative file references are relative to the kubeconfig that holds them."""
+    """Relative file references are relative to the kubeconfig that holds them, and so is an
+    exec plugin's command when it is a path (`./bin/token`); a bare name is looked up in PATH."""
     out = dict(entry)
     for key in ("cluster", "user"):
         inner = dict(out.get(key) or {})
         for field in ("certificate-authority", "client-certificate", "client-key", "tokenFile"):
             if field in inner and not Path(inner[field]).is_absolute():
                 inner[field] = str(folder / inner[field])
+        plugin = inner.get("exec")
+        if isinstance(plugin, dict) and _relative_path(plugin.get("command")):
+            inner["exec"] = {**plugin, "command": str(folder / plugin["command"])}
         if key in out:
             out[key] = inner
     return out
+
+
+def _relative_path(command: object) -> bool:
+    return isinstance(command, str) and os.sep in command and not Path(command).is_absolute()
 
 
 def _inline(entry: dict[str, Any], fields: dict[str, str]) -> dict[str, Any]:

@@ -35,16 +35,19 @@ def run_testbed(*args: str, check: bool = True) -> subprocess.CompletedProcess[s
 
 @dataclass(frozen=True)
 class Kubectl:
-    """The real kubectl binary, pointed at one cluster of the bed."""
+    """The real kubectl binary, pointed at one cluster of the bed (through the bed's
+    kubeconfig, or another one naming the same context)."""
 
     context: str
     binary: str = os.environ.get("KMC_KUBECTL", "kubectl")
+    kubeconfig: str | None = None
 
     def run(
         self, *args: str, check: bool = True, stdin: str | None = None, timeout: float = 180
     ) -> subprocess.CompletedProcess[str]:
         # Flags after the arguments: kubectl accepts them there, and plugins need them there.
-        cmd = [self.binary, *args, "--kubeconfig", str(config.kubeconfig_path())]
+        kubeconfig = self.kubeconfig or str(config.kubeconfig_path())
+        cmd = [self.binary, *args, "--kubeconfig", kubeconfig]
         cmd += ["--context", self.context]
         env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
         proc = subprocess.run(

@@ -54,6 +54,7 @@ def test_several_files_merge_and_the_first_definition_wins(
     assert config["current-context"] == "other"  # the first file sets none
     hub = select(config, "hub")
     assert hub.cluster["server"] == "https://a" and hub.user["token"] == "a"
+    assert hub.user_name == "me"  # credential errors name the user
     assert hub.namespace == "demo"
     assert hub.cluster["certificate-authority"] == str(first.parent / "ca.crt")
     other = select(config)
