@@ -123,6 +123,9 @@ class PlacementLoop:
         # workload key -> location -> (share it is held to, until when): found short of room.
         self._held: dict[Key, dict[str, tuple[int, float]]] = {}
         self._models: dict[str, tuple[str, Location]] = {}  # name -> (version, validated)
+        # (location, apiVersion/kind) -> (Location version, schema, Candidate)
+        self._candidates: dict[tuple[str, str], tuple[Any, Any, engine.Candidate]] = {}
+        self._strategies: dict[tuple[str | None, str | None, str], tuple[Strategy, str]] = {}
         self.schemas = SchemaCache(fleet)
         self.queue: WorkQueue[Key] = WorkQueue("placement", lane=lambda k: k.lane)
         # Told of every new placement before it is written to the hub (the sync loop acts on
@@ -311,14 +314,23 @@ class PlacementLoop:
         self._look_again_when_due(key, candidates, current, now)
 
     def _strategy(self, info: Kind, obj: Obj, ns: Obj) -> tuple[Strategy, str]:
-        """The strategy in force and its source; StrategyError when it does not parse."""
+        """The strategy in force and its source; StrategyError when it does not parse. The
+        same texts give the same Strategy object, parsed once: the engine remembers its
+        verdicts per strategy object."""
         meta = obj["metadata"]
-        return effective_strategy(
+        texts = (
             (meta.get("annotations") or {}).get(STRATEGY),
             (ns["metadata"].get("annotations") or {}).get(STRATEGY),
             info.key,
-            f"{info.plural} {meta['namespace']}/{meta['name']}",
         )
+        known = self._strategies.get(texts)
+        if known is None:
+            where = f"{info.plural} {meta['namespace']}/{meta['name']}"
+            known = effective_strategy(*texts, where)  # an error names the object: not kept
+            if len(self._strategies) >= 4096:
+                self._strategies.clear()
+            self._strategies[texts] = known
+        return known
 
     def strategy_of(self, kind: str, obj: Obj) -> tuple[Strategy | None, str, str | None]:
         """The strategy in force for a hub object, its source, and the error if it does not
@@ -374,13 +386,20 @@ class PlacementLoop:
         ready = status.condition("Ready")
         schemas: dict[str, engine.FieldChecker] = {}
         api_key = f"{obj['apiVersion']}/{obj['kind']}"
+        checker = None
         if ready and ready.status == "True" and status.kubernetes_version:
             checker = await self.schemas.checker(
                 location.name, status.kubernetes_version, obj["apiVersion"], obj["kind"]
             )
             if checker is not None:
                 schemas[api_key] = checker
-        return engine.Candidate(
+        # The same Location version and schema give the same Candidate object: the engine
+        # remembers its verdicts per candidate object.
+        version = raw["metadata"].get("resourceVersion")
+        known = self._candidates.get((location.name, api_key))
+        if known is not None and known[0] == version and known[1] is checker:
+            return known[2]
+        candidate = engine.Candidate(
             name=location.name,
             labels=location.labels,
             taints=tuple(engine.Taint(t.key, t.value, t.effect) for t in location.spec.taints),
@@ -391,6 +410,8 @@ class PlacementLoop:
             schemas=schemas,
             free=_free(status.allocatable, status.requested),
         )
+        self._candidates[(location.name, api_key)] = (version, checker, candidate)
+        return candidate
 
     async def _follow_users(self, info: Kind, key: Key, obj: Obj) -> None:
         """A dependency goes exactly where the workloads that use it are."""

@@ -100,9 +100,7 @@ def test_a_placement_the_hub_refuses_leaves_no_children_and_one_it_takes_brings_
 
     def refused() -> bool:
         patch = json.dumps({"metadata": {"annotations": {"kmc.dev/placement": "{}"}}})
-        proc = hub.run(
-            "patch", "configmap", "probe", "-n", namespace, "-p", patch, check=False
-        )
+        proc = hub.run("patch", "configmap", "probe", "-n", namespace, "-p", patch, check=False)
         return proc.returncode != 0 and "refused by the test's policy" in proc.stderr
 
     _wait("the policy to refuse a placement", refused, 60)
@@ -136,4 +134,6 @@ def test_a_placement_the_hub_refuses_leaves_no_children_and_one_it_takes_brings_
     placed = hub.json("get", "configmap", "settings", "-n", namespace)["metadata"]["annotations"]
     assert json.loads(placed["kmc.dev/placement"]) == dict.fromkeys(CHILDREN)
     hub.run("delete", "configmap", "settings", "-n", namespace)
-    _wait("no child left after the delete", lambda: not _in_children(kubectl, "settings", namespace))
+    _wait(
+        "no child left after the delete", lambda: not _in_children(kubectl, "settings", namespace)
+    )

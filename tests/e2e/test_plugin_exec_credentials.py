@@ -4,9 +4,6 @@ ServiceAccount tokens with TokenRequest.
 
 The ServiceAccount is bound to the built-in `view` ClusterRole and, because `view` does not
 cover our groups, to a Role reading `mc.kmc.dev` and `remote.kmc.dev` in the namespace.
-
-The bed is used as it is when it is already up with kubectl-mc installed: this file starts
-and installs nothing then (the suite's `installed` fixture does, on a fresh machine).
 """
 
 from __future__ import annotations
@@ -14,12 +11,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from kmc_testbed import bed, config
@@ -30,26 +25,6 @@ from .test_testbed import deployment
 
 PLUGIN = Path(__file__).with_name("sa_token_plugin.py")
 ACCOUNT = "mc-reader"
-
-
-@pytest.fixture(scope="module")
-def ready_bed(request: pytest.FixtureRequest) -> bed.State:
-    state = bed.load()
-    if state is not None and state.kmc_port is not None:
-        return state
-    installed: bed.State = request.getfixturevalue("installed")
-    return installed
-
-
-@pytest.fixture
-def fresh_namespace(ready_bed: bed.State) -> Iterator[str]:
-    """A namespace of its own on the hub (the suite's `namespace` fixture would bring the
-    bed up first)."""
-    hub = Kubectl("hub")
-    name = f"exec-credential-{uuid.uuid4().hex[:5]}"
-    hub.run("create", "namespace", name)
-    yield name
-    hub.run("delete", "namespace", name, "--wait=false", "--ignore-not-found")
 
 
 def grant(hub: Kubectl, namespace: str) -> None:
@@ -127,10 +102,9 @@ def authenticated(hub: Kubectl, token: str) -> bool:
 
 
 def test_kubectl_mc_get_runs_the_exec_plugin_and_recovers_from_a_401(
-    fresh_namespace: str, tmp_path: Path
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, tmp_path: Path
 ) -> None:
-    namespace = fresh_namespace
-    hub = Kubectl("hub")
+    hub = kubectl["hub"]
     grant(hub, namespace)
     hub.apply(deployment("web", 1), namespace)
     reader = Kubectl("hub", kubeconfig=str(exec_kubeconfig(tmp_path, namespace)))

@@ -27,7 +27,9 @@ class FlakyHub(Kube):
     """A hub whose object writes fail while `failing` is set; nothing else is called."""
 
     def __init__(self) -> None:
-        super().__init__(cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub")
+        super().__init__(
+            cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub"
+        )
         self.failing = False
         self.writes: list[Obj] = []
 
