@@ -138,7 +138,8 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         f"converge_{count}_s": figure(rows, "sync.converge", f"converge_{count}_s"),
         f"converge_{count}_ratio": figure(rows, "sync.converge", f"converge_{count}_s", "ratio"),
         "fairness_ratio": max(
-            (r["ratio"] for r in rows if r["benchmark"] == "fairness"), default=None
+            (r["ratio"] for r in rows if r["benchmark"] == "fairness" and r["ratio"]),
+            default=None,
         ),
         "decide_us": max(
             (

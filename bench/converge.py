@@ -24,6 +24,7 @@ import aiohttp
 
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
+from bench import metrics
 from bench.objects import deployment, kwok_nodes
 from kmc_testbed import bed
 from kmc_testbed import config as bedconfig
@@ -105,6 +106,7 @@ async def direct(count: int) -> float:
 
 async def converge(count: int) -> list[dict[str, Any]]:
     floor = await direct(count)
+    before = metrics.scrape()
     state = bed.load()
     assert state is not None
     pid = state.pids[bed.KMC]
@@ -129,6 +131,7 @@ async def converge(count: int) -> list[dict[str, Any]]:
                 raise TimeoutError(f"{done}/{count} converged after 900 s")
             await asyncio.sleep(3.0)  # listing 1,000 objects is not free: do not crowd the run
         converged = time.monotonic() - started
+        loops = metrics.Loops(before, metrics.scrape())
         cpu = (_cpu_seconds(pid) - cpu_before) / converged * 100
         rss = _rss_mb(pid)
         with contextlib.suppress(ApiError):
@@ -163,6 +166,7 @@ async def converge(count: int) -> list[dict[str, Any]]:
             "baseline": None,
             "ratio": None,
         },
+        *loops.rows("sync.converge"),
     ]
 
 

@@ -26,6 +26,7 @@ import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, NamedTuple, Protocol
 
 from apiserver.placement.apportion import apportion
@@ -97,13 +98,51 @@ class Settings:
     cooldown: float = 60.0
 
 
+class Why(StrEnum):
+    """What a verdict rests on, for code: `Verdict.reason` is the words shown to people."""
+
+    ELIGIBLE = "Eligible"
+    EVACUATING = "Evacuating"  # eligible, but not Ready: its share goes when the grace ends
+    AVOIDED = "Avoided"
+    NOT_PINNED = "NotPinned"
+    CORDONED = "Cordoned"
+    FILTERED = "FilteredBySelector"
+    TAINTED = "TaintNotTolerated"
+    NOT_SERVED = "NotServed"
+    FIELD_MISSING = "FieldNotInSchema"
+    NOT_READY = "NotReady"
+    COOLING_DOWN = "CoolingDown"
+
+
+# The location cannot take the object at all, however healthy it is.
+INCOMPATIBLE = frozenset({Why.NOT_SERVED, Why.FIELD_MISSING})
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """Whether a location may run the object, and why (shown to users as is)."""
+    """Whether a location may run the object, why in words (shown to users as is), and why as
+    a code (for whoever acts on it)."""
 
     location: str
     eligible: bool
     reason: str
+    code: Why
+
+
+class Moved(StrEnum):
+    """What a change of placement did to one location: the reason of its Event."""
+
+    PLACED = "Placed"
+    SPILLED_OVER = "SpilledOver"
+    EVACUATED = "Evacuated"
+    REBALANCED = "Rebalanced"
+
+
+class Change(NamedTuple):
+    """One location's change, as an Event says it."""
+
+    reason: Moved
+    message: str
 
 
 @dataclass(frozen=True)
@@ -117,7 +156,11 @@ class Decision:
     placement: Placement
     verdicts: tuple[Verdict, ...]
     unplaceable: str | None
-    changes: tuple[str, ...]
+    changes: tuple[Change, ...]
+
+    @property
+    def messages(self) -> tuple[str, ...]:
+        return tuple(change.message for change in self.changes)
 
 
 # --- replicas ---------------------------------------------------------------------------------
@@ -201,16 +244,18 @@ def _api_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     return f"{api_version}/{kind}", f"{api_version} {kind}"
 
 
-def _incompatibility(candidate: Candidate, strategy: Strategy, key: str, shown: str) -> str | None:
+def _incompatibility(
+    candidate: Candidate, strategy: Strategy, key: str, shown: str
+) -> tuple[Why, str] | None:
     """Why the strategy or the object's kind rules the location out, whatever its health (the
     object's own fields are checked against the schema per decision, in `_verdict`)."""
     if not matches(strategy.location_selector, candidate.labels):
-        return "filtered by selector"
+        return Why.FILTERED, "filtered by selector"
     for taint in candidate.taints:
         if not tolerated(strategy.tolerations, taint.key, taint.value, taint.effect):
-            return f"taint {taint} not tolerated"
+            return Why.TAINTED, f"taint {taint} not tolerated"
     if key not in candidate.served:
-        return f"{shown} not served"
+        return Why.NOT_SERVED, f"{shown} not served"
     return None
 
 
@@ -227,16 +272,18 @@ class _Judged(NamedTuple):
 def _judge(candidate: Candidate, strategy: Strategy, key: str, shown: str) -> _Judged:
     name = candidate.name
     if name in strategy.avoid:
-        return _Judged(candidate, Verdict(name, False, "avoided"), True, None)
+        return _Judged(candidate, Verdict(name, False, "avoided", Why.AVOIDED), True, None)
     if strategy.pin and name not in strategy.pin:
-        return _Judged(candidate, Verdict(name, False, "not pinned"), True, None)
+        verdict = Verdict(name, False, "not pinned", Why.NOT_PINNED)
+        return _Judged(candidate, verdict, True, None)
     if candidate.unschedulable:
-        return _Judged(candidate, Verdict(name, False, "cordoned"), True, None)
-    reason = _incompatibility(candidate, strategy, key, shown)
-    if reason is not None:
-        return _Judged(candidate, Verdict(name, False, reason), False, None)
+        return _Judged(candidate, Verdict(name, False, "cordoned", Why.CORDONED), True, None)
+    against = _incompatibility(candidate, strategy, key, shown)
+    if against is not None:
+        code, reason = against
+        return _Judged(candidate, Verdict(name, False, reason, code), False, None)
     checker = candidate.schemas.get(key) if candidate.schemas else None
-    return _Judged(candidate, Verdict(name, True, "eligible"), False, checker)
+    return _Judged(candidate, Verdict(name, True, "eligible", Why.ELIGIBLE), False, checker)
 
 
 def _verdict(
@@ -248,18 +295,20 @@ def _verdict(
         return verdict
     since = max(0.0, now - candidate.ready_changed_at)
     if not candidate.ready and (not placed or since >= settings.grace):
-        return Verdict(candidate.name, False, f"not Ready for {_duration(since)}")
+        return Verdict(candidate.name, False, f"not Ready for {_duration(since)}", Why.NOT_READY)
     if not verdict.eligible:
         return verdict
     missing = judged.checker.missing(obj) if judged.checker is not None else []
     if missing:
-        return Verdict(candidate.name, False, f"field {missing[0]} not in schema")
+        missing_field = f"field {missing[0]} not in schema"
+        return Verdict(candidate.name, False, missing_field, Why.FIELD_MISSING)
     if not candidate.ready:
         grace_left = _duration(math.ceil(settings.grace - since))
-        return Verdict(candidate.name, True, f"not Ready, evacuating in {grace_left}")
+        evacuating = f"not Ready, evacuating in {grace_left}"
+        return Verdict(candidate.name, True, evacuating, Why.EVACUATING)
     if not placed and since < settings.cooldown:
         cooling = f"cooling down (Ready for {_duration(since)} of {_duration(settings.cooldown)})"
-        return Verdict(candidate.name, False, cooling)
+        return Verdict(candidate.name, False, cooling, Why.COOLING_DOWN)
     return verdict
 
 
@@ -572,22 +621,25 @@ def _changes(
     placement: Placement,
     verdicts: Sequence[Verdict],
     missing: Mapping[str, int],
-) -> tuple[str, ...]:
-    """One line per location that changed: evacuations first, then arrivals, then scaling."""
+) -> tuple[Change, ...]:
+    """One per location that changed: evacuations first, then arrivals, then scaling."""
     if not current:  # the first placement: every location is an arrival
-        return tuple(map("placed in {}".format, placement))
+        return tuple(Change(Moved.PLACED, f"placed in {name}") for name in placement)
     gone = sorted(set(current) - set(placement))
     new = sorted(set(placement) - set(current))
     by_location = {verdict.location: verdict for verdict in verdicts} if gone else {}
-    lines = [f"evacuated {name}: {_why_gone(by_location.get(name))}" for name in gone]
+    changes = [
+        Change(Moved.EVACUATED, f"evacuated {name}: {_why_gone(by_location.get(name))}")
+        for name in gone
+    ]
     why_new = _why_new(current, placement, gone, missing)
-    lines += [f"{'placed in' if not current else 'spilled into'} {name}{why_new}" for name in new]
+    changes += [Change(Moved.SPILLED_OVER, f"spilled into {name}{why_new}") for name in new]
     for name in sorted(set(current) & set(placement)):
         old, now = current[name], placement[name]
         if old != now:
             short = f": {missing[name]} replicas unschedulable there" if missing.get(name) else ""
-            lines.append(f"scaled {name} {old} -> {now}{short}")
-    return tuple(lines)
+            changes.append(Change(Moved.REBALANCED, f"scaled {name} {old} -> {now}{short}"))
+    return tuple(changes)
 
 
 def _why_gone(verdict: Verdict | None) -> str:

@@ -562,7 +562,7 @@ class PlacementLoop:
             self.events.post(obj, "Normal", "Placed", message)
             return
         for change in decision.changes:
-            self.events.post(obj, "Normal", _reason(change), change)
+            self.events.post(obj, "Normal", change.reason, change.message)
 
     async def _condition(
         self,
@@ -649,17 +649,6 @@ def _describe(placement: dict[str, int | None]) -> str:
     if not placement:
         return "nowhere"
     return ", ".join(k if v is None else f"{k}={v}" for k, v in sorted(placement.items()))
-
-
-def _reason(change: str) -> str:
-    for prefix, reason in (
-        ("spilled", "SpilledOver"),
-        ("evacuated", "Evacuated"),
-        ("scaled", "Rebalanced"),
-    ):
-        if change.startswith(prefix):
-            return reason
-    return "Placed"
 
 
 def _free(allocatable: dict[str, str], requested: dict[str, str]) -> engine.Resources | None:

@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 
 from apiserver import hubwrites
+from apiserver.fairgate import FairGate
 from apiserver.hubcache import HubCache
 from apiserver.kinds import DEPENDENCIES, NAMESPACE, WORKLOADS, Key, Kind
 from apiserver.kube import events
@@ -169,7 +170,7 @@ class SyncLoop:
         self._ready_seen: dict[str, Any] = {}  # location -> its Ready condition as last seen
         # Child writes still going on in the background, and each location's lane.
         self._inflight: dict[tuple[Key, str], asyncio.Task[bool]] = {}
-        self._lanes: dict[str, asyncio.Semaphore] = {}
+        self._gates: dict[str, FairGate] = {}
         cache.subscribe(self._on_hub_object)
         cache.namespaces.subscribe(self._on_hub_namespace)
         cache.locations.subscribe(self._on_location)
@@ -372,10 +373,10 @@ class SyncLoop:
         if (key, location) in self._inflight:
             work.close()
             return busy
-        lane = self._lanes.setdefault(location, asyncio.Semaphore(self.settings.per_location))
+        gate = self._gates.setdefault(location, FairGate(self.settings.per_location))
 
         async def laned() -> bool:
-            async with lane:
+            async with gate.slot(key.lane):
                 return await work
 
         slow = asyncio.Event()

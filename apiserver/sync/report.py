@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from apiserver.placement.engine import Verdict
+from apiserver.placement.engine import INCOMPATIBLE, Verdict
 
 # Fields that say how many pods are ready and available, per kind.
 _COUNTS = {
@@ -94,7 +94,7 @@ def _state(
 ) -> tuple[str, str]:
     if stale is not None:
         return "Unreachable", stale
-    if verdict is not None and not verdict.eligible and _incompatible(verdict.reason):
+    if verdict is not None and verdict.code in INCOMPATIBLE:
         return "Incompatible", verdict.reason
     if location not in placement:
         why = verdict.reason if verdict is not None and not verdict.eligible else "not placed"
@@ -110,10 +110,6 @@ def _state(
     if not caught_up:
         return "Pending", "the child has not observed the hub's generation yet"
     return "Synced", _problem(child)
-
-
-def _incompatible(reason: str) -> bool:
-    return reason.endswith("not served") or "not in schema" in reason
 
 
 def _problem(child: Mapping[str, Any]) -> str:

@@ -15,11 +15,13 @@ from hypothesis import strategies as st
 
 from apiserver.placement.engine import (
     Candidate,
+    Change,
     Decision,
+    Moved,
     Resources,
     Settings,
     Taint,
-    Verdict,
+    Why,
     decide,
     split_job,
     total_replicas,
@@ -138,34 +140,77 @@ WITH_INIT = {
 
 
 @pytest.mark.parametrize(
-    ("candidate", "how", "reason"),
+    ("candidate", "how", "reason", "code"),
     [
-        (loc("x"), strategy(avoid=["x"]), "avoided"),
-        (loc("x"), strategy(pin=["y"]), "not pinned"),
-        (loc("x", unschedulable=True), strategy(), "cordoned"),
-        (loc("x", ready=False, ready_changed_at=NOW - 75), strategy(), "not Ready for 75s"),
-        (loc("x", ready=False, ready_changed_at=NOW - 10), strategy(), "not Ready for 10s"),
+        (loc("x"), strategy(avoid=["x"]), "avoided", Why.AVOIDED),
+        (loc("x"), strategy(pin=["y"]), "not pinned", Why.NOT_PINNED),
+        (loc("x", unschedulable=True), strategy(), "cordoned", Why.CORDONED),
+        (
+            loc("x", ready=False, ready_changed_at=NOW - 75),
+            strategy(),
+            "not Ready for 75s",
+            Why.NOT_READY,
+        ),
+        (
+            loc("x", ready=False, ready_changed_at=NOW - 10),
+            strategy(),
+            "not Ready for 10s",
+            Why.NOT_READY,
+        ),
         (
             loc("x", labels={"region": "eu"}),
             strategy(locationSelector={"matchLabels": {"region": "us"}}),
             "filtered by selector",
+            Why.FILTERED,
         ),
-        (loc("x", taints=TAINTED), strategy(), "taint gpu=true:NoSchedule not tolerated"),
+        (
+            loc("x", taints=TAINTED),
+            strategy(),
+            "taint gpu=true:NoSchedule not tolerated",
+            Why.TAINTED,
+        ),
         (
             loc("x", taints=(Taint("dedicated", "", "NoExecute"),)),
             strategy(),
             "taint dedicated:NoExecute not tolerated",
+            Why.TAINTED,
         ),
-        (loc("x", served=frozenset({"v1/ConfigMap"})), strategy(), "apps/v1 Deployment not served"),
-        (loc("x", ready_changed_at=NOW - 10), strategy(), "cooling down (Ready for 10s of 60s)"),
-        (loc("x", ready_changed_at=NOW - 60), strategy(), "eligible"),
-        (loc("x", taints=(Taint("gpu", "true", "PreferNoSchedule"),)), strategy(), "eligible"),
-        (loc("x", schemas={"apps/v1/Job": Lacks("spec")}), strategy(), "eligible"),
+        (
+            loc("x", served=frozenset({"v1/ConfigMap"})),
+            strategy(),
+            "apps/v1 Deployment not served",
+            Why.NOT_SERVED,
+        ),
+        (
+            loc("x", ready_changed_at=NOW - 10),
+            strategy(),
+            "cooling down (Ready for 10s of 60s)",
+            Why.COOLING_DOWN,
+        ),
+        (loc("x", ready_changed_at=NOW - 60), strategy(), "eligible", Why.ELIGIBLE),
+        (
+            loc("x", taints=(Taint("gpu", "true", "PreferNoSchedule"),)),
+            strategy(),
+            "eligible",
+            Why.ELIGIBLE,
+        ),
+        (
+            loc("x", schemas={"apps/v1/Job": Lacks("spec")}),
+            strategy(),
+            "eligible",
+            Why.ELIGIBLE,
+        ),
     ],
 )
-def test_each_reason(candidate: Candidate, how: Strategy, reason: str) -> None:
+def test_each_reason(candidate: Candidate, how: Strategy, reason: str, code: Why) -> None:
     decision = run([candidate], how=how)
-    assert decision.verdicts == (Verdict("x", reason == "eligible", reason),)
+    (verdict,) = decision.verdicts
+    assert (verdict.location, verdict.eligible, verdict.reason) == (
+        "x",
+        reason == "eligible",
+        reason,
+    )
+    assert verdict.code == code
 
 
 def test_a_field_the_schema_lacks_makes_a_location_incompatible() -> None:
@@ -258,7 +303,7 @@ def test_a_not_ready_location_keeps_its_share_through_the_grace_period() -> None
     decision = run([loc("east"), down], current={"east": 3, "west": 3}, obj=deployment(6))
     assert reasons(decision)["west"] == "not Ready, evacuating in 15s"
     assert decision.placement == {"east": 3, "west": 3}
-    assert decision.changes == ()
+    assert decision.messages == ()
 
 
 def test_after_the_grace_period_its_share_moves() -> None:
@@ -270,7 +315,7 @@ def test_after_the_grace_period_its_share_moves() -> None:
     )
     assert reasons(decision)["us-west"] == "not Ready for 60s"
     assert decision.placement == {"eu-west": 3, "us-east": 3}
-    assert decision.changes == (
+    assert decision.messages == (
         "evacuated us-west: not Ready for 60s",
         "scaled eu-west 2 -> 3",
         "scaled us-east 2 -> 3",
@@ -301,10 +346,13 @@ def test_a_location_gets_no_new_work_during_its_cooldown() -> None:
     current = {"us-east": 4}
     decision = run([loc("us-east"), fresh], current=current, obj=deployment(4))
     assert decision.placement == current
-    assert decision.changes == ()
+    assert decision.messages == ()
     later = run([loc("us-east"), fresh], current=current, obj=deployment(4), now=NOW + 50)
     assert later.placement == {"eu-west": 2, "us-east": 2}
-    assert later.changes == ("spilled into eu-west: new eligible location", "scaled us-east 4 -> 2")
+    assert later.messages == (
+        "spilled into eu-west: new eligible location",
+        "scaled us-east 4 -> 2",
+    )
 
 
 def test_cooldown_does_not_touch_a_location_already_placed() -> None:
@@ -326,7 +374,7 @@ def test_first_placement_and_weights() -> None:
     candidates = [loc("a"), loc("b"), loc("c")]
     decision = run(candidates, obj=deployment(5))
     assert decision.placement == {"a": 2, "b": 2, "c": 1}
-    assert decision.changes == ("placed in a", "placed in b", "placed in c")
+    assert decision.messages == ("placed in a", "placed in b", "placed in c")
     weighted = run(candidates, obj=deployment(8), how=strategy(weights={"a": 3, "c": 0}))
     assert weighted.placement == {"a": 6, "b": 2}
 
@@ -335,7 +383,7 @@ def test_a_new_location_takes_the_fewest_replicas_from_the_others() -> None:
     current = {"a": 3, "b": 3, "c": 3}
     decision = run([loc("a"), loc("b"), loc("c"), loc("d")], current=current, obj=deployment(9))
     assert decision.placement == {"a": 3, "b": 2, "c": 2, "d": 2}
-    assert decision.changes == (
+    assert decision.messages == (
         "spilled into d: new eligible location",
         "scaled b 3 -> 2",
         "scaled c 3 -> 2",
@@ -378,7 +426,7 @@ def test_spread_by_picks_one_location_per_value() -> None:
     assert run(candidates, obj=deployment(4), how=how).placement == {"a2": 3, "b1": 1}
     decision = run(candidates, current={"a1": 2, "b2": 2}, obj=deployment(4), how=how)
     assert decision.placement == {"a1": 2, "b2": 2}
-    assert decision.changes == ()
+    assert decision.messages == ()
     unlabelled = run([loc("x"), loc("y")], current={"x": 1}, how=how)
     assert unlabelled.placement == {"x": 1}
     assert unlabelled.unplaceable == (
@@ -391,7 +439,7 @@ def test_missing_capacity_moves_the_unschedulable_replicas_elsewhere() -> None:
     current = {"a": 4, "b": 4, "c": 4}
     decision = run(candidates, current=current, obj=deployment(12), missing_capacity={"a": 3})
     assert decision.placement == {"a": 1, "b": 6, "c": 5}
-    assert decision.changes == (
+    assert decision.messages == (
         "scaled a 4 -> 1: 3 replicas unschedulable there",
         "scaled b 4 -> 6",
         "scaled c 4 -> 5",
@@ -416,21 +464,21 @@ def test_a_held_location_does_not_grow_back_once_its_stuck_pods_are_gone() -> No
 def test_scaling_to_zero_keeps_the_copies() -> None:
     decision = run([loc("a"), loc("b")], current={"a": 2, "b": 1}, obj=deployment(0))
     assert decision.placement == {"a": 0, "b": 0}
-    assert decision.changes == ("scaled a 2 -> 0", "scaled b 1 -> 0")
+    assert decision.messages == ("scaled a 2 -> 0", "scaled b 1 -> 0")
     assert run([loc("a"), loc("b")], obj=deployment(0)).placement == {}
 
 
 def test_a_location_that_is_gone_is_evacuated() -> None:
     decision = run([loc("a")], current={"a": 1, "gone": 2})
     assert decision.placement == {"a": 3}
-    assert decision.changes == ("evacuated gone: location removed", "scaled a 1 -> 3")
+    assert decision.messages == ("evacuated gone: location removed", "scaled a 1 -> 3")
 
 
 def test_evacuation_for_an_api_that_is_no_longer_served() -> None:
     no_jobs = loc("us-east", served=SERVED - {"batch/v1/Job"})
     decision = run([no_jobs, loc("eu-west")], current={"us-east": 2}, obj=job(parallelism=2))
     assert decision.placement == {"eu-west": 2}
-    assert decision.changes == (
+    assert decision.messages == (
         "evacuated us-east: batch/v1 Job not served",
         "spilled into eu-west: replacing us-east",
     )
@@ -457,7 +505,10 @@ def test_single_is_sticky() -> None:
     cordoned = [loc("a"), loc("b", unschedulable=True), loc("c")]
     moved = run(cordoned, current={"b": 3}, obj=deployment(3), how=how)
     assert moved.placement == {"c": 3}
-    assert moved.changes == ("evacuated b: cordoned", "spilled into c: replacing b")
+    assert moved.changes == (
+        Change(Moved.EVACUATED, "evacuated b: cordoned"),
+        Change(Moved.SPILLED_OVER, "spilled into c: replacing b"),
+    )
 
 
 def test_single_prefers_weight_then_free_cpu_then_name() -> None:
@@ -503,7 +554,7 @@ def test_a_placed_job_stays_put_while_its_locations_are_eligible() -> None:
     current = {"a": 6}
     decision = run([loc("a"), loc("b")], current=current, obj=job(completions=6, parallelism=3))
     assert decision.placement == current
-    assert decision.changes == ()
+    assert decision.messages == ()
 
 
 # --- unplaceable, determinism, stability ----------------------------------------------------
@@ -517,7 +568,7 @@ def test_no_eligible_location_leaves_the_placement_alone() -> None:
     assert decision.unplaceable == (
         "no eligible location: eu-west: filtered by selector; us-east: cordoned"
     )
-    assert decision.changes == ()
+    assert decision.messages == ()
     nothing = run([], current={})
     assert nothing.unplaceable == "no eligible location: there are no locations"
 
@@ -587,7 +638,7 @@ def test_split_places_exactly_the_replicas_on_eligible_locations(
     assert sum(values) == replicas
     assert set(decision.placement) <= eligible
     assert decision.unplaceable is None
-    assert (decision.changes == ()) == (decision.placement == current)
+    assert (decision.messages == ()) == (decision.placement == current)
 
 
 # Locations that serve different kinds, some with a schema that lacks a field.
