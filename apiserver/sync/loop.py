@@ -56,9 +56,6 @@ from apiserver.workqueue import WorkQueue
 log = logging.getLogger(__name__)
 
 MANAGER = "kmc-sync"
-# A child's status moves many times while its pods start: its hub object is looked at (and
-# its status folded up) at once for the first change, then at most this often.
-FOLD_EVERY = 0.5
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,7 @@ class Settings:
 class ChildWatch:
     """Our objects in one child (origin label set), per kind, as last seen."""
 
-    def __init__(self, location: str, kube: Kube, on_change: Callable[[Key, bool], None]) -> None:
+    def __init__(self, location: str, kube: Kube, on_change: Callable[[Key], None]) -> None:
         self.location = location
         self.kube = kube
         self.on_change = on_change
@@ -92,17 +89,17 @@ class ChildWatch:
         self.tasks.append(asyncio.create_task(self.made.run(), name=f"namespaces {location}"))
 
     async def _namespace_changed(self, _: str, ns: Obj, __: Obj | None) -> None:
-        self.on_change(Key(NAMESPACE, "", ns["metadata"]["name"]), True)
+        self.on_change(Key(NAMESPACE, "", ns["metadata"]["name"]))
 
     def ensure(self, kind: Kind) -> None:
         if kind.key in self.informers:
             return
         self.kinds[kind.key] = kind
 
-        async def handler(event: str, obj: Obj, old: Obj | None) -> None:
-            # Status churn is folded up in batches; anything else is looked at at once.
-            churn = event == "MODIFIED" and old is not None and only_status_changed(obj, old)
-            self.on_change(Key.of(kind.key, obj), not churn)
+        async def handler(_: str, obj: Obj, __: Obj | None) -> None:
+            # Every change, status too: it is folded up at once. Under load the queue holds a
+            # key once however often it changes, which batches a child's churn by itself.
+            self.on_change(Key.of(kind.key, obj))
 
         # A child back from an outage must be seen again within seconds: the hub's status of
         # everything placed there waits for it.
@@ -191,12 +188,6 @@ class SyncLoop:
             return  # our own fold, the placement loop's condition: nothing to do
         self.queue.add(Key.of(kind, obj))
 
-    def _on_child(self, key: Key, now: bool) -> None:
-        if now:
-            self.queue.add(key)
-        else:
-            self.queue.add_debounced(key, FOLD_EVERY)
-
     async def run(self) -> None:
         await self.cache.wait_synced()
         for location in self.cache.locations.items():
@@ -262,7 +253,7 @@ class SyncLoop:
             if kube is not None and (watch is None or watch.kube is not kube):
                 if watch:
                     watch.stop()
-                watch = ChildWatch(name, kube, self._on_child)
+                watch = ChildWatch(name, kube, self.queue.add)
                 for kind in (*WORKLOADS.values(), *DEPENDENCIES.values()):
                     watch.ensure(kind)
                 self.children[name] = watch
