@@ -1,0 +1,120 @@
+"""The shared hub cache: one informer per resource, objects handed out as cached (never
+copied), every change delivered with the object before it, and CRD kinds coming and going
+with their CRDs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+from apiserver.hubcache import CRDS, HubCache
+from apiserver.kinds import Key
+from apiserver.kube.client import Kube, Obj
+from apiserver.placement.loop import only_status_changed
+
+
+def obj(name: str, version: int, **fields: Any) -> Obj:
+    meta = {"name": name, "namespace": "demo", "resourceVersion": str(version)}
+    return {"metadata": meta, **fields}
+
+
+class FakeHub:
+    """Lists what `items` holds per path; each watch plays what is put in its path's queue."""
+
+    name = "hub"
+
+    def __init__(self, items: dict[str, list[Obj]]) -> None:
+        self.items = items
+        self.events: dict[str, asyncio.Queue[Obj]] = {}
+
+    def events_of(self, path: str) -> asyncio.Queue[Obj]:
+        return self.events.setdefault(path, asyncio.Queue())
+
+    async def get(self, path: str, **params: str) -> Obj:
+        return {"metadata": {"resourceVersion": "1"}, "items": self.items.get(path, [])}
+
+    async def watch(
+        self, path: str, resource_version: str, params: Any = None
+    ) -> AsyncIterator[Obj]:
+        queue = self.events_of(path)
+        while True:
+            yield await queue.get()
+
+
+async def settle(condition: Any, rounds: int = 200) -> None:
+    for _ in range(rounds):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("the cache did not get there")
+
+
+async def test_objects_are_shared_not_copied_and_changes_come_with_the_object_before() -> None:
+    web = obj("web", 2, spec={"replicas": 1})
+    hub = FakeHub({"/apis/apps/v1/deployments": [web]})
+    cache = HubCache(cast(Kube, hub))
+    seen: list[tuple[str, str, Obj, Obj | None]] = []
+
+    async def handler(kind: str, event: str, new: Obj, old: Obj | None) -> None:
+        seen.append((kind, event, new, old))
+
+    cache.subscribe(handler)
+    task = asyncio.create_task(cache.run())
+    try:
+        await cache.wait_synced()
+        key = Key("Deployment", "demo", "web")
+        assert cache.get(key) is web  # the very object: read-only to everyone, never copied
+        assert list(cache.list_keys("Deployment", "demo")) == [key]
+        assert list(cache.list_keys("Deployment", "other")) == []
+        scaled = obj("web", 3, spec={"replicas": 2})
+        hub.events_of("/apis/apps/v1/deployments").put_nowait(
+            {"type": "MODIFIED", "object": scaled}
+        )
+        await settle(lambda: cache.get(key) is scaled)
+        assert seen[0] == ("Deployment", "ADDED", web, None)
+        assert seen[-1] == ("Deployment", "MODIFIED", scaled, web)
+    finally:
+        task.cancel()
+
+
+async def test_an_established_crd_brings_its_kind_and_its_deletion_takes_it_away() -> None:
+    crd = {
+        "metadata": {"name": "widgets.example.com", "resourceVersion": "5"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "versions": [{"name": "v1", "storage": True}],
+        },
+        "status": {"conditions": [{"type": "Established", "status": "True"}]},
+    }
+    widget = obj("w1", 7, spec={})
+    hub = FakeHub({"/apis/example.com/v1/widgets": [widget]})
+    cache = HubCache(cast(Kube, hub))
+    kinds: list[str] = []
+    cache.kind_listeners.append(kinds.append)
+    task = asyncio.create_task(cache.run())
+    try:
+        await cache.wait_synced()
+        hub.events_of(CRDS).put_nowait({"type": "ADDED", "object": crd})
+        key = Key("Widget.example.com", "demo", "w1")
+        await settle(lambda: cache.get(key) is widget)
+        assert cache.kinds["Widget.example.com"].collection == "/apis/example.com/v1/widgets"
+        gone = {**crd, "metadata": {**crd["metadata"], "resourceVersion": "6"}}
+        hub.events_of(CRDS).put_nowait({"type": "DELETED", "object": gone})
+        await settle(lambda: "Widget.example.com" not in cache.kinds)
+        assert cache.get(key) is None
+        assert kinds == ["Widget.example.com", "Widget.example.com"]
+    finally:
+        task.cancel()
+
+
+def test_a_status_only_change_is_told_apart_from_one_a_loop_acts_on() -> None:
+    before = obj("web", 2, spec={"replicas": 1}, status={"replicas": 0})
+    folded = obj("web", 3, spec={"replicas": 1}, status={"replicas": 1})
+    scaled = obj("web", 4, spec={"replicas": 2}, status={"replicas": 1})
+    labelled = {**folded, "metadata": {**folded["metadata"], "labels": {"tier": "web"}}}
+    assert only_status_changed(folded, before)
+    assert not only_status_changed(scaled, folded)
+    assert not only_status_changed(labelled, folded)
