@@ -79,7 +79,7 @@ async def test_objects_are_shared_not_copied_and_changes_come_with_the_object_be
 
 
 async def test_an_established_crd_brings_its_kind_and_its_deletion_takes_it_away() -> None:
-    crd = {
+    crd: Obj = {
         "metadata": {"name": "widgets.example.com", "resourceVersion": "5"},
         "spec": {
             "group": "example.com",
