@@ -25,18 +25,10 @@ from apiserver.kube.client import ApiError, Kube
 from bench import metrics
 from bench.converge import EXTRA_NODES, REQUESTS
 from bench.objects import deployment, kwok_nodes
-from bench.sync import CHILDREN, Seen, _client, _until_gone
+from bench.report import row
+from bench.sync import CHILDREN, Seen, _client, _until_gone, seen_everywhere
 
 SAMPLES = 20
-
-
-async def _seen_everywhere(seen: dict[str, Seen], name: str, started: float) -> float:
-    deadline = started + 120
-    while not all(name in s.at for s in seen.values()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{name} did not reach every child in 120 s")
-        await asyncio.sleep(0.002)
-    return max(s.at[name] for s in seen.values()) - started
 
 
 async def _probe(
@@ -53,7 +45,7 @@ async def _probe(
         await asyncio.gather(
             *(k.create(path, {"metadata": {"name": name}}) for k in children.values())
         )
-        direct.append(await _seen_everywhere(seen, name, started))
+        direct.append(await seen_everywhere(seen, name, started, 120))
         name = f"{prefix}-{i}"
         body = {
             "metadata": {"name": name, "annotations": {"kmc.dev/strategy": strategy}},
@@ -61,7 +53,7 @@ async def _probe(
         }
         started = time.monotonic()
         await hub.create(path, body)
-        times.append(await _seen_everywhere(seen, name, started))
+        times.append(await seen_everywhere(seen, name, started, 120))
         await asyncio.sleep(0.5)
     return times, direct
 
@@ -117,20 +109,13 @@ async def fairness(count: int) -> list[dict[str, Any]]:
     for what, (times, direct) in (("creating", during_creates), ("deleting", during_deletes)):
         p50 = statistics.median(times)
         rows += [
-            {
-                "benchmark": "fairness",
-                "figure": f"p50_ms_while_{what}_{count}",
-                "value": round(p50 * 1000, 1),
-                "baseline": round(base * 1000, 1),
-                "ratio": round(p50 / base, 2),
-            },
-            {
-                "benchmark": "fairness.floor",
-                "figure": f"p50_ms_while_{what}_{count}_vs_direct_meanwhile",
-                "value": round(p50 * 1000, 1),
-                "baseline": round(statistics.median(direct) * 1000, 1),
-                "ratio": round(p50 / statistics.median(direct), 2),
-            },
+            row("fairness", f"p50_ms_while_{what}_{count}", p50 * 1000, base * 1000),
+            row(
+                "fairness.floor",
+                f"p50_ms_while_{what}_{count}_vs_direct_meanwhile",
+                p50 * 1000,
+                statistics.median(direct) * 1000,
+            ),
         ]
     return rows + loops.rows("fairness")
 

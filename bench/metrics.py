@@ -13,6 +13,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from bench.report import row
 from kmc_testbed import bed, config
 
 
@@ -60,13 +61,5 @@ class Loops:
                 (f"{queue}_queue_wait_mean_ms", waited / count * 1000 if count else 0.0),
                 (f"{queue}_work_mean_ms", worked / count * 1000 if count else 0.0),
             ):
-                rows.append(
-                    {
-                        "benchmark": benchmark,
-                        "figure": figure,
-                        "value": round(value, 1),
-                        "baseline": None,
-                        "ratio": None,
-                    }
-                )
+                rows.append(row(benchmark, figure, value))
         return rows

@@ -10,6 +10,19 @@ from typing import Any
 from kubectl_mc.table import render
 
 
+def row(
+    benchmark: str, figure: str, value: float, baseline: float | None = None, digits: int = 1
+) -> dict[str, Any]:
+    """One figure, with its baseline and their ratio (taken before rounding) when it has one."""
+    return {
+        "benchmark": benchmark,
+        "figure": figure,
+        "value": round(value, digits),
+        "baseline": round(baseline, digits) if baseline is not None else None,
+        "ratio": round(value / baseline, 2) if baseline else None,
+    }
+
+
 def emit(rows: list[dict[str, Any]]) -> None:
     machine = {"python": platform.python_version(), "machine": platform.machine()}
     for row in rows:

@@ -33,6 +33,7 @@ import aiohttp
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube, Obj
 from bench.objects import deployment
+from bench.report import row
 from kmc_testbed import bed
 from kmc_testbed import config as bedconfig
 
@@ -63,6 +64,17 @@ class Seen:
             obj = event["object"]
             if event["type"] in ("ADDED", "MODIFIED") and self.wanted(obj):
                 self.at.setdefault(obj["metadata"]["name"], time.monotonic())
+
+
+async def seen_everywhere(
+    seen: dict[str, Seen], name: str, started: float, limit: float = 60, poll: float = 0.002
+) -> float:
+    """Seconds from `started` until every watch in `seen` has seen `name`."""
+    while not all(name in s.at for s in seen.values()):
+        if time.monotonic() > started + limit:
+            raise TimeoutError(f"{name} did not reach every child in {limit:g} s")
+        await asyncio.sleep(poll)
+    return max(s.at[name] for s in seen.values()) - started
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -100,9 +112,7 @@ async def propagation(count: int) -> list[dict[str, Any]]:
             body: Obj = {"metadata": {"name": name}, "data": {"i": str(i)}}
             started = time.monotonic()
             await asyncio.gather(*(kube.create(path, body) for kube in children.values()))
-            while not all(name in s.at for s in seen.values()):  # noqa: ASYNC110 - the clock
-                await asyncio.sleep(0.001)
-            everywhere.append(max(s.at[name] for s in seen.values()) - started)
+            everywhere.append(await seen_everywhere(seen, name, started, poll=0.001))
         # Through the hub: one at a time, so each latency is its own.
         ours, creates = [], []
         strategy = json.dumps({"type": "Replicate"})
@@ -115,12 +125,7 @@ async def propagation(count: int) -> list[dict[str, Any]]:
             started = time.monotonic()
             await hub.create(path, body)
             creates.append(time.monotonic() - started)
-            deadline = started + 60
-            while not all(name in s.at for s in seen.values()):
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{name} did not reach every child in 60 s")
-                await asyncio.sleep(0.002)
-            ours.append(max(s.at[name] for s in seen.values()) - started)
+            ours.append(await seen_everywhere(seen, name, started))
         for task in tasks:
             task.cancel()
         await hub.delete(f"/api/v1/namespaces/{ns}")
@@ -144,27 +149,14 @@ async def propagation(count: int) -> list[dict[str, Any]]:
             "baseline": round(_pct(direct, 0.99) * 1000, 1),
             "ratio": round(_pct(ours, 0.99) / _pct(direct, 0.99), 2),
         },
-        {
-            "benchmark": "sync.propagation",
-            "figure": "p50_ms_vs_three_direct",
-            "value": round(p50 * 1000, 1),
-            "baseline": round(p50_three * 1000, 1),
-            "ratio": round(p50 / p50_three, 2),
-        },
-        {
-            "benchmark": "sync.propagation",
-            "figure": "p99_ms_vs_three_direct",
-            "value": round(_pct(ours, 0.99) * 1000, 1),
-            "baseline": round(_pct(everywhere, 0.99) * 1000, 1),
-            "ratio": round(_pct(ours, 0.99) / _pct(everywhere, 0.99), 2),
-        },
-        {
-            "benchmark": "sync.propagation",
-            "figure": "hub_create_p50_ms",
-            "value": round(statistics.median(creates) * 1000, 1),
-            "baseline": None,
-            "ratio": None,
-        },
+        row("sync.propagation", "p50_ms_vs_three_direct", p50 * 1000, p50_three * 1000),
+        row(
+            "sync.propagation",
+            "p99_ms_vs_three_direct",
+            _pct(ours, 0.99) * 1000,
+            _pct(everywhere, 0.99) * 1000,
+        ),
+        row("sync.propagation", "hub_create_p50_ms", statistics.median(creates) * 1000),
     ]
 
 
@@ -219,15 +211,7 @@ def hub_creates(count: int) -> list[dict[str, Any]]:
     asyncio.run(clean_up(without_ns))
     with_kmc = asyncio.run(burst(with_ns))
     asyncio.run(clean_up(with_ns))
-    return [
-        {
-            "benchmark": "hub.creates",
-            "figure": f"burst_{count}_s",
-            "value": round(with_kmc, 2),
-            "baseline": round(without, 2),
-            "ratio": round(with_kmc / without, 2),
-        }
-    ]
+    return [row("hub.creates", f"burst_{count}_s", with_kmc, without, digits=2)]
 
 
 async def foldup(count: int) -> list[dict[str, Any]]:
