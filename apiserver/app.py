@@ -42,6 +42,7 @@ from apiserver.keys import (
     OPTIONS,
     PLACEMENT,
     SYNC,
+    VIEW_ROWS,
 )
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import Kube
@@ -55,6 +56,7 @@ from apiserver.placement.loop import Settings as PlacementSettings
 from apiserver.remote import handlers as remote
 from apiserver.sync.loop import Settings as SyncSettings
 from apiserver.sync.loop import SyncLoop
+from apiserver.viewrows import ViewRows
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +145,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     )
     app[LOCATIONS].stuck_listeners.append(app[PLACEMENT].on_stuck)
     app[SYNC] = SyncLoop(cache, app[FLEET], app[PLACEMENT], SyncSettings(workers=options.workers))
+    app[VIEW_ROWS] = ViewRows(cache, app[PLACEMENT], app[SYNC])
     app[LOOPS] = {
         "front-proxy": asyncio.create_task(app[FRONT_PROXY].run(), name="front-proxy"),
         "hub-cache": asyncio.create_task(cache.run(), name="hub-cache"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 
 from apiserver import metrics
@@ -26,6 +27,17 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ObjectHandler = Callable[[str, str, Obj, Obj | None], Awaitable[None]]
 
 
+class _Probe:
+    """One ask of the hub's current resourceVersion, shared by the reads it can serve."""
+
+    def __init__(self) -> None:
+        self.sent: float | None = None
+        self.task: asyncio.Task[int] | None = None
+
+    def sent_after(self, when: float) -> bool:
+        return self.sent is None or self.sent >= when
+
+
 class HubCache:
     def __init__(self, hub: Kube) -> None:
         self.hub = hub
@@ -37,6 +49,9 @@ class HubCache:
         self.locations = Informer(hub, model.PATH)
         self.crds = Informer(hub, CRDS, self._on_crd)
         self._handlers: list[ObjectHandler] = []
+        # collection path -> (when asked, the hub's answer): one probe serves every read that
+        # arrived before it was sent.
+        self._probes: dict[str, _Probe] = {}
         self._custom: dict[str, asyncio.Task[None]] = {}  # informers of CRD kinds
         # Called with a kind key when a CRD kind starts or stops being watched.
         self.kind_listeners: list[Callable[[str], None]] = []
@@ -80,6 +95,37 @@ class HubCache:
         informer = self.objects.get(kind)
         if informer is not None and obj.get("metadata"):
             await informer.observe(obj)
+
+    async def fresh(self, kind: str, settle: float, timeout: float) -> bool:
+        """Has the cache of `kind` caught up with the hub as it is now? kube-apiserver's
+        consistent read from its watch cache: ask the hub its current resourceVersion (a list
+        of one item), then wait for our watch to bring everything up to it (`Informer.caught_up`).
+        False when it does not within `timeout`: the caller reads the hub instead."""
+        informer = self.objects.get(kind)
+        if informer is None or not informer.synced.is_set():
+            return False
+        version = await self._current(informer.path)
+        return await informer.caught_up(version, settle, timeout)
+
+    async def _current(self, path: str) -> int:
+        """The hub's resourceVersion now: a probe sent after this call began (one in flight
+        that was not sent yet is as good)."""
+        arrived = time.monotonic()
+        probe = self._probes.get(path)
+        if probe is None or not probe.sent_after(arrived):
+            probe = self._probes[path] = _Probe()
+            probe.task = asyncio.create_task(self._probe(path, probe))
+        assert probe.task is not None
+        return await asyncio.shield(probe.task)
+
+    async def _probe(self, path: str, probe: _Probe) -> int:
+        probe.sent = time.monotonic()
+        try:
+            listing = await self.hub.get(path, limit="1")
+            return int(listing["metadata"]["resourceVersion"])
+        finally:
+            if self._probes.get(path) is probe:
+                del self._probes[path]
 
     @property
     def synced(self) -> bool:

@@ -19,6 +19,7 @@ from apiserver.locations.loop import LocationLoop
 from apiserver.options import Options
 from apiserver.placement.loop import PlacementLoop
 from apiserver.sync.loop import SyncLoop
+from apiserver.viewrows import ViewRows
 
 OPTIONS = web.AppKey("options", Options)
 HUB = web.AppKey("hub", Kube)
@@ -28,6 +29,7 @@ HUB_CACHE = web.AppKey("hub_cache", HubCache)
 LOCATIONS = web.AppKey("locations", LocationLoop)
 PLACEMENT = web.AppKey("placement", PlacementLoop)
 SYNC = web.AppKey("sync", SyncLoop)
+VIEW_ROWS = web.AppKey("view_rows", ViewRows)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 AUTHORIZER = web.AppKey("authorizer", Authorizer)
 FRONT_PROXY = web.AppKey("front_proxy", FrontProxyWatch)

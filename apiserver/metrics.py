@@ -73,6 +73,13 @@ REQUEST_ERRORS = Counter(
 CACHE_OBJECTS = Gauge(
     "kmc_cache_objects", "Objects in the hub cache, per resource.", ["resource"], registry=REGISTRY
 )
+READS = Counter(
+    "kmc_reads_total",
+    "Lists and gets served, by API group and by where they were answered from: cache (our "
+    "watch caches), hub or children (asked live).",
+    ["group", "source"],
+    registry=REGISTRY,
+)
 LEADER = Gauge(
     "kmc_leader", "1 while this replica holds the lease and runs the loops.", registry=REGISTRY
 )

@@ -33,6 +33,7 @@ class Options:
     capacity_hold: float
     remote_timeout: float
     read_concurrency: int
+    consistent_read_timeout: float
     workers: int
     leader_elect: bool
     cert_check_interval: float
@@ -107,6 +108,13 @@ def parser() -> argparse.ArgumentParser:
         "turn, so a burst of big lists cannot starve discovery, health checks and the loops",
     )
     p.add_argument(
+        "--consistent-read-timeout",
+        type=float,
+        default=3.0,
+        help="seconds an mc.kmc.dev read without resourceVersion waits for the hub cache to "
+        "catch up with the hub before it reads the hub itself",
+    )
+    p.add_argument(
         "--workers",
         type=int,
         default=32,
@@ -152,6 +160,8 @@ def validate(options: Options) -> None:
         raise OptionsError(
             "--probe-interval, --probe-timeout and --remote-timeout must be positive"
         )
+    if options.consistent_read_timeout <= 0:
+        raise OptionsError("--consistent-read-timeout must be positive")
     if options.read_concurrency < 1:
         raise OptionsError("--read-concurrency must be at least 1")
     if options.workers < 1:

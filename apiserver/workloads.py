@@ -1,29 +1,35 @@
 """`mc.kmc.dev/v1alpha1`: placement views of hub workloads, and their sub-resources.
 
-Lists, gets and watches go to the hub for the workload itself (so selectors, paging and
-resourceVersions are the hub's own, exactly) and add what the loops know: the strategy in
-force and the state of every location. Nothing is cached here beyond what the loops keep.
+Lists and gets are answered from the hub cache with kube-apiserver's read semantics (see
+`_cache_serves`): resourceVersions are the hub's, selectors and paging ours, rows kept per
+object (`viewrows`). What the cache cannot answer (an Exact resourceVersion, a field it does
+not select on, a cache that cannot catch up in time, a page of a list the hub began) goes to
+the hub as before. Watches follow the hub's own watch and add what the loops know.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
-from apiserver.api import errors, table
+from apiserver import metrics
+from apiserver.api import errors, paging, selectors, table
 from apiserver.api.guard import info_of
 from apiserver.api.respond import WatchStream, json_response, object_list, table_of
-from apiserver.keys import BIG_READS, HUB, HUB_CACHE, PLACEMENT, SYNC
-from apiserver.kinds import WORKLOADS, Kind
+from apiserver.hubcache import HubCache
+from apiserver.keys import BIG_READS, HUB, HUB_CACHE, OPTIONS, PLACEMENT, SYNC, VIEW_ROWS
+from apiserver.kinds import WORKLOADS, Key, Kind
 from apiserver.kube.client import ApiError, Kube
 from apiserver.placement.loop import STRATEGY, PlacementLoop, read_placement
 from apiserver.subresources import locations as locations_sub
 from apiserver.subresources import strategy as strategy_sub
 from apiserver.sync.loop import SyncLoop
+from apiserver.viewrows import ViewRows
 from apiserver.views import API_VERSION, COLUMNS, GROUP, cells, view
 
 Obj = dict[str, Any]
@@ -31,7 +37,19 @@ Obj = dict[str, Any]
 KINDS = {kind.plural: kind for kind in WORKLOADS.values()}
 PREFIX = f"/apis/{API_VERSION}"
 # Query parameters a list or watch passes on to the hub unchanged.
-_PASSED = ("labelSelector", "fieldSelector", "limit", "continue", "resourceVersion")
+_PASSED = (
+    "labelSelector",
+    "fieldSelector",
+    "limit",
+    "continue",
+    "resourceVersion",
+    "resourceVersionMatch",
+)
+# Field selectors the cache answers; others (a CRD's selectable fields) go to the hub.
+_CACHED_FIELDS = {"metadata.name", "metadata.namespace"}
+# How long the hub cache's watch must stay quiet to count as caught up (see
+# `Informer.caught_up`): well above a watch event's trip from the hub on a busy machine.
+_SETTLE = 0.1
 _MAX_WATCH = 1800
 _YIELD_EVERY = 200  # views built between two turns of the event loop
 
@@ -77,6 +95,83 @@ async def collection(request: web.Request) -> web.StreamResponse:
 
 async def _list(request: web.Request, kind: Kind, namespace: str | None) -> web.Response:
     wanted = table.negotiate(request.headers.get("Accept"))
+    query = request.query
+    labels = selectors.parse_labels(query.get("labelSelector"))
+    fields = selectors.parse_fields(query.get("fieldSelector"))
+    limit = paging.limit_of(query)
+    if not set(selectors.field_paths(fields)) <= _CACHED_FIELDS or not await _cache_serves(
+        request, kind, query
+    ):
+        metrics.READS.labels(GROUP, "hub").inc()
+        return await _list_hub(request, kind, namespace, wanted)
+    metrics.READS.labels(GROUP, "cache").inc()
+    cache: HubCache = request.app[HUB_CACHE]
+    rows: ViewRows = request.app[VIEW_ROWS]
+    version = str(cache.objects[kind.key].version)
+    stale = rows.stale()
+    built = []
+    for i, hub in enumerate(cache.items(kind.key)):
+        if i and i % _YIELD_EVERY == 0:
+            await asyncio.sleep(0)  # thousands of objects: let health checks and others in
+        meta = hub["metadata"]
+        if namespace is not None and meta.get("namespace") != namespace:
+            continue
+        if not labels.matches(meta.get("labels") or {}) or not fields.matches(hub):
+            continue
+        built.append(rows.row(kind, hub, stale))
+    served, cont, left = paging.page(
+        built, limit, query.get("continue"), version, key=lambda row: row.key
+    )
+    if wanted.format == "table":
+        now = datetime.now(UTC)
+        include = table.include_object(query)
+        printed = [(row.cells_now(now), row.view) for row in served]
+        tbl = table_of(
+            wanted, COLUMNS, printed, include, resource_version=version, cont=cont, left=left
+        )
+        return json_response(tbl)
+    items = [row.view for row in served]
+    return json_response(object_list(f"{kind.kind}List", API_VERSION, items, version, cont, left))
+
+
+async def _cache_serves(request: web.Request, kind: Kind, query: Mapping[str, str]) -> bool:
+    """Can the hub cache answer this read as kube-apiserver's watch cache would? A read
+    without resourceVersion (or one resuming our own `continue`) must see every write made
+    before it: the cache catches up first. `0` is whatever the cache holds; a version the
+    cache has not reached yet is waited for; an Exact one is the hub's to answer."""
+    cache: HubCache = request.app[HUB_CACHE]
+    informer = cache.objects.get(kind.key)
+    if informer is None or not informer.synced.is_set():
+        return False
+    if query.get("resourceVersionMatch") == "Exact":
+        return False
+    if query.get("continue"):
+        return _ours(query["continue"])  # a page of a list started here, or at the hub
+    timeout = request.app[OPTIONS].consistent_read_timeout
+    version = query.get("resourceVersion", "")
+    if version == "0":
+        return True
+    if version:
+        try:
+            wanted = int(version)
+        except ValueError:
+            raise errors.bad_request(f"invalid resource version {errors.quote(version)}") from None
+        return await informer.caught_up(wanted, _SETTLE, timeout)
+    return await cache.fresh(kind.key, _SETTLE, timeout)
+
+
+def _ours(token: str) -> bool:
+    try:
+        paging.decode_continue(token)
+    except errors.StatusError:
+        return False
+    return True
+
+
+async def _list_hub(
+    request: web.Request, kind: Kind, namespace: str | None, wanted: table.Wanted
+) -> web.Response:
+    """The hub's own list with our views: for what the cache cannot answer."""
     params = {k: v for k in _PASSED if (v := request.query.get(k))}
     hub: Kube = request.app[HUB]
     listing = await hub.get(_collection_path(kind, namespace), **params)
@@ -84,7 +179,7 @@ async def _list(request: web.Request, kind: Kind, namespace: str | None) -> web.
     views = []
     for i, item in enumerate(listing.get("items") or []):
         if i and i % _YIELD_EVERY == 0:
-            await asyncio.sleep(0)  # thousands of views: let health checks and others in
+            await asyncio.sleep(0)
         views.append(_view(request, kind, item))
     rv, cont, left = (
         meta.get("resourceVersion", ""),
@@ -162,10 +257,23 @@ async def _hub_object(request: web.Request, kind: Kind) -> Obj:
     return {"kind": kind.kind, "apiVersion": kind.api_version, **obj}
 
 
+async def _read(request: web.Request, kind: Kind) -> Obj:
+    """The hub object for a read: from the hub cache once it has caught up, as for a list."""
+    if not await _cache_serves(request, kind, request.query):
+        metrics.READS.labels(GROUP, "hub").inc()
+        return await _hub_object(request, kind)
+    metrics.READS.labels(GROUP, "cache").inc()
+    namespace, name = request.match_info["namespace"], request.match_info["name"]
+    obj = request.app[HUB_CACHE].get(Key(kind.key, namespace, name))
+    if obj is None:
+        raise errors.not_found(kind.plural, GROUP, name)
+    return {"kind": kind.kind, "apiVersion": kind.api_version, **obj}
+
+
 async def one(request: web.Request) -> web.StreamResponse:
     kind = _kind(request)
     wanted = table.negotiate(request.headers.get("Accept"))
-    hub = await _hub_object(request, kind)
+    hub = await _read(request, kind)
     explanation = await request.app[PLACEMENT].explain(kind.key, hub)
     shown, error = _view(request, kind, hub, explanation.verdicts)
     if wanted.format == "table":
@@ -191,7 +299,7 @@ async def subresource(request: web.Request) -> web.StreamResponse:
 
 async def _locations(request: web.Request, kind: Kind) -> web.StreamResponse:
     wanted = table.negotiate(request.headers.get("Accept"))
-    hub = await _hub_object(request, kind)
+    hub = await _read(request, kind)
     explanation = await request.app[PLACEMENT].explain(kind.key, hub)
     rows = request.app[SYNC].locations_of(kind.key, hub, explanation.verdicts)
     obj = locations_sub.placement_object(hub, rows)
@@ -204,9 +312,10 @@ async def _locations(request: web.Request, kind: Kind) -> web.StreamResponse:
 
 async def _strategy(request: web.Request, kind: Kind) -> web.StreamResponse:
     placement: PlacementLoop = request.app[PLACEMENT]
-    hub = await _hub_object(request, kind)
     if request.method in ("PUT", "PATCH"):
-        hub = await _write_strategy(request, kind, hub)
+        hub = await _write_strategy(request, kind, await _hub_object(request, kind))
+    else:
+        hub = await _read(request, kind)
     obj = strategy_sub.strategy_object(hub, await placement.explain(kind.key, hub))
     wanted = table.negotiate(request.headers.get("Accept"))
     if wanted.format == "table":

@@ -11,8 +11,10 @@ delivered again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -70,6 +72,11 @@ class Informer:
         # that comes back after the deletion's event must not bring the object back.
         self._gone: dict[str, int] = {}
         self.synced = asyncio.Event()
+        # The highest resourceVersion the cache has taken (events, bookmarks, lists), whether
+        # a watch is open now, and an event set (and replaced) each time the watch moves on.
+        self.version = -1
+        self.watching = False
+        self._moved = asyncio.Event()
 
     def subscribe(self, handler: Handler) -> None:
         """One more handler for every change (delivered after the earlier ones)."""
@@ -103,6 +110,31 @@ class Informer:
             return  # deleted since: the watch saw it go
         self.cache[key] = obj
         await self._emit("ADDED" if old is None else "MODIFIED", obj, old)
+
+    def _advance(self, version: str) -> None:
+        with contextlib.suppress(ValueError):
+            self.version = max(self.version, int(version))
+        moved, self._moved = self._moved, asyncio.Event()
+        moved.set()
+
+    async def caught_up(self, version: int, settle: float, timeout: float) -> bool:
+        """Wait until the cache has taken `version` or later. The hub moves its version for
+        every write to any resource, so one of ours may have nothing after our last event:
+        a watch that stays quiet `settle` seconds has nothing more to bring. False when
+        `timeout` passes first, or while no watch is open (the cache may be behind)."""
+        deadline = time.monotonic() + timeout
+        while self.version < version:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            moved = self._moved
+            try:
+                async with asyncio.timeout(min(settle, left)):
+                    await moved.wait()
+            except TimeoutError:
+                if self.watching and time.monotonic() < deadline:
+                    return True
+        return True
 
     def get(self, key: str) -> Obj | None:
         """The cached object itself: read-only."""
@@ -186,13 +218,23 @@ class Informer:
             ):
                 await self._emit("ADDED" if old is None else "MODIFIED", obj, old)
         self.synced.set()
-        return str(listing.get("metadata", {}).get("resourceVersion", ""))
+        version = str(listing.get("metadata", {}).get("resourceVersion", ""))
+        self._advance(version)
+        return version
 
     async def _watch(self, version: str) -> str:
+        try:
+            return await self._follow(version)
+        finally:
+            self.watching = False
+
+    async def _follow(self, version: str) -> str:
+        self.watching = True
         async for event in self.kube.watch(self.path, version, params=self.params):
             kind, obj = event["type"], event["object"]
             version = obj.get("metadata", {}).get("resourceVersion", version)
             if kind == "BOOKMARK":
+                self._advance(version)
                 continue
             obj = self._kept(obj)
             key = key_of(obj)
@@ -202,9 +244,11 @@ class Informer:
                 self._bury(key, _version(obj))
             else:
                 if old is not None and old["metadata"].get("resourceVersion") == version:
+                    self._advance(version)
                     continue  # seen already, through `observe`
                 self.cache[key] = obj
             await self._emit(kind, obj, old)
+            self._advance(version)
         return version
 
 

@@ -280,7 +280,11 @@ class SyncLoop:
             self.queue.add(Key(NAMESPACE, "", ns["metadata"]["name"]))
 
     def locations_of(
-        self, kind_key: str, hub: Obj, verdicts: tuple[Verdict, ...] = ()
+        self,
+        kind_key: str,
+        hub: Obj,
+        verdicts: tuple[Verdict, ...] = (),
+        stale: dict[str, str] | None = None,
     ) -> list[LocationState]:
         """Where a hub object runs, a row per location (see `report.location_states`)."""
         key = Key.of(kind_key, hub)
@@ -289,7 +293,17 @@ class SyncLoop:
         done = self.applied.get(key, {})
         applied = {loc: done[loc] for loc in set(placement) | set(children) if loc in done}
         kind = self.cache.kinds[kind_key].kind
-        return location_states(hub, kind, placement, children, applied, self._stale(), verdicts)
+        stale = self._stale() if stale is None else stale
+        return location_states(hub, kind, placement, children, applied, stale, verdicts)
+
+    def view_inputs(self, key: Key, hub: Obj) -> tuple[tuple[tuple[str, Obj], ...], Any]:
+        """What `locations_of` reads of ours for one object besides the locations' state: its
+        children (cached objects, compared by identity) and what was applied (by value)."""
+        children = self._children(key, hub["metadata"]["uid"])
+        return tuple(sorted(children.items())), tuple(sorted(self.applied.get(key, {}).items()))
+
+    def stale_locations(self) -> dict[str, str]:
+        return self._stale()
 
     def _children(self, key: Key, uid: str) -> dict[str, Obj]:
         """The children of one hub object, by location (same name, our origin label)."""

@@ -434,6 +434,8 @@ def spawn(state: State, component: str, cluster: Cluster | None, kind: str) -> N
             stderr=subprocess.STDOUT,
             start_new_session=True,
             cwd=config.state_dir(),
+            # kmc-apiserver from this working tree, whichever tree the venv was installed from.
+            env={**os.environ, "PYTHONPATH": str(config.REPO_ROOT)},
         )
     state.pids[component] = proc.pid
     save(state)

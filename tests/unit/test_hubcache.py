@@ -118,3 +118,84 @@ def test_a_status_only_change_is_told_apart_from_one_a_loop_acts_on() -> None:
     assert only_status_changed(folded, before)
     assert not only_status_changed(scaled, folded)
     assert not only_status_changed(labelled, folded)
+
+
+class ProbedHub(FakeHub):
+    """A hub whose current resourceVersion is `current`, counting the probes for it."""
+
+    def __init__(self, items: dict[str, list[Obj]], current: int) -> None:
+        super().__init__(items)
+        self.current = current
+        self.probes = 0
+
+    async def get(self, path: str, **params: str) -> Obj:
+        if params.get("limit") == "1":
+            self.probes += 1
+            await asyncio.sleep(0.01)
+            return {"metadata": {"resourceVersion": str(self.current)}, "items": []}
+        return await super().get(path, **params)
+
+
+DEPLOYMENTS = "/apis/apps/v1/deployments"
+
+
+async def test_a_consistent_read_waits_for_the_write_it_must_see() -> None:
+    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=5)
+    cache = HubCache(cast(Kube, hub))
+    task = asyncio.create_task(cache.run())
+    try:
+        await cache.wait_synced()
+        await settle(lambda: cache.objects["Deployment"].watching)
+        reading = asyncio.create_task(cache.fresh("Deployment", settle=5.0, timeout=10.0))
+        await asyncio.sleep(0.05)
+        assert not reading.done()  # the hub is at 5, the cache at 1: it waits
+        hub.events_of(DEPLOYMENTS).put_nowait({"type": "ADDED", "object": obj("new", 5)})
+        assert await reading
+        assert cache.get(Key("Deployment", "demo", "new")) is not None
+    finally:
+        task.cancel()
+
+
+async def test_a_quiet_watch_is_caught_up_though_the_hub_moved_on_elsewhere() -> None:
+    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)
+    cache = HubCache(cast(Kube, hub))
+    task = asyncio.create_task(cache.run())
+    try:
+        await cache.wait_synced()
+        await settle(lambda: cache.objects["Deployment"].watching)
+        assert await cache.fresh("Deployment", settle=0.05, timeout=10.0)
+    finally:
+        task.cancel()
+
+
+async def test_a_cache_without_a_watch_is_not_fresh() -> None:
+    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)
+    cache = HubCache(cast(Kube, hub))
+    task = asyncio.create_task(cache.run())
+    try:
+        await cache.wait_synced()
+        await settle(lambda: cache.objects["Deployment"].watching)
+        cache.objects["Deployment"].watching = False  # as between a watch's end and the next
+        assert not await cache.fresh("Deployment", settle=0.02, timeout=0.2)
+    finally:
+        task.cancel()
+
+
+async def test_reads_that_arrive_together_share_one_probe() -> None:
+    hub = ProbedHub({DEPLOYMENTS: []}, current=1)
+    cache = HubCache(cast(Kube, hub))
+    task = asyncio.create_task(cache.run())
+    try:
+        await cache.wait_synced()
+        await settle(lambda: cache.objects["Deployment"].watching)
+        before = hub.probes
+        results = await asyncio.gather(
+            *(cache.fresh("Deployment", settle=0.05, timeout=5.0) for _ in range(10))
+        )
+        assert all(results)
+        assert hub.probes - before == 1
+        # A read that comes after a probe was sent needs a probe of its own.
+        await cache.fresh("Deployment", settle=0.05, timeout=5.0)
+        assert hub.probes - before == 2
+    finally:
+        task.cancel()

@@ -1,0 +1,103 @@
+"""`mc.kmc.dev` views and their table rows, built once per change and kept.
+
+A view reads the hub object, its Namespace (the strategy may be inherited), its children in
+every location, what the sync loop applied, and which locations are stale. All but the last
+two are cached objects that are replaced, never changed, when they change: a view is rebuilt
+only when one of them is not the very object it was built from. A list of thousands of
+unchanged workloads is then a walk over kept rows; only the Age cell is written per request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from apiserver.api.table import age
+from apiserver.hubcache import HubCache
+from apiserver.kinds import Key, Kind
+from apiserver.kube.client import Obj
+from apiserver.placement.loop import PlacementLoop
+from apiserver.sync.loop import SyncLoop
+from apiserver.views import cells, view
+
+AGE = 4  # the Age cell of `views.COLUMNS`
+
+
+@dataclass(frozen=True)
+class Inputs:
+    hub: Obj
+    namespace: Obj
+    children: tuple[tuple[str, Obj], ...]
+    applied: Any
+    stale: tuple[tuple[str, str], ...]
+
+    def same(self, other: Inputs) -> bool:
+        return (
+            self.hub is other.hub
+            and self.namespace is other.namespace
+            and len(self.children) == len(other.children)
+            and all(
+                a[0] == b[0] and a[1] is b[1]
+                for a, b in zip(self.children, other.children, strict=True)
+            )
+            and self.applied == other.applied
+            and self.stale == other.stale
+        )
+
+
+@dataclass(frozen=True)
+class Row:
+    """One view, its strategy error if any, and its cells (Age as of when it was built)."""
+
+    inputs: Inputs
+    view: Obj
+    error: str | None
+    cells: list[Any]
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        meta = self.view["metadata"]
+        return (meta["namespace"], meta["name"], "")
+
+    def cells_now(self, now: datetime) -> list[Any]:
+        shown = list(self.cells)
+        shown[AGE] = age(self.view["metadata"].get("creationTimestamp"), now)
+        return shown
+
+
+class ViewRows:
+    def __init__(self, cache: HubCache, placement: PlacementLoop, sync: SyncLoop) -> None:
+        self.cache = cache
+        self.placement = placement
+        self.sync = sync
+        self._rows: dict[Key, Row] = {}
+        cache.subscribe(self._on_change)
+
+    async def _on_change(self, kind: str, event: str, obj: Obj, _: Obj | None) -> None:
+        if event == "DELETED":
+            self._rows.pop(Key.of(kind, obj), None)
+
+    def stale(self) -> tuple[tuple[str, str], ...]:
+        """The stale locations, once per request: every row of a list compares to it."""
+        return tuple(sorted(self.sync.stale_locations().items()))
+
+    def row(self, kind: Kind, hub: Obj, stale: tuple[tuple[str, str], ...]) -> Row:
+        key = Key.of(kind.key, hub)
+        children, applied = self.sync.view_inputs(key, hub)
+        namespace = self.cache.namespace(hub["metadata"]["namespace"])
+        inputs = Inputs(hub, namespace, children, applied, stale)
+        kept = self._rows.get(key)
+        if kept is not None and kept.inputs.same(inputs):
+            return kept
+        typed = {"kind": kind.kind, "apiVersion": kind.api_version, **hub}
+        strategy, source, error = self.placement.strategy_of(kind.key, typed)
+        states = self.sync.locations_of(kind.key, typed, stale=dict(stale))
+        shown = view(kind, typed, strategy, source, states)
+        built = Row(inputs, shown, error, cells(shown, datetime.now(UTC), error))
+        if self.cache.get(key) is hub:  # not a stale or foreign copy: worth keeping
+            self._rows[key] = built
+        return built
+
+    def __len__(self) -> int:
+        return len(self._rows)

@@ -1,0 +1,101 @@
+"""mc.kmc.dev rows are built once per change: an unchanged object is served from the row
+kept for it, and a change to anything the view reads builds it again."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from apiserver.hubcache import HubCache
+from apiserver.kinds import WORKLOADS, Key
+from apiserver.kube.client import Obj
+from apiserver.placement.loop import PlacementLoop
+from apiserver.sync.loop import SyncLoop
+from apiserver.viewrows import AGE, ViewRows
+
+DEPLOYMENT = WORKLOADS["Deployment"]
+
+
+def hub_object(replicas: int) -> Obj:
+    created = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    meta = {"name": "web", "namespace": "demo", "uid": "u1", "creationTimestamp": created}
+    return {"metadata": meta, "spec": {"replicas": replicas}}
+
+
+class Cache:
+    def __init__(self) -> None:
+        self.objects: dict[Key, Obj] = {}
+        self.ns: Obj = {"metadata": {"name": "demo"}}
+        self.handlers: list[Any] = []
+
+    def subscribe(self, handler: Any) -> None:
+        self.handlers.append(handler)
+
+    def get(self, key: Key) -> Obj | None:
+        return self.objects.get(key)
+
+    def namespace(self, name: str) -> Obj:
+        return self.ns
+
+
+class Sync:
+    def __init__(self) -> None:
+        self.children: tuple[tuple[str, Obj], ...] = ()
+        self.built = 0
+
+    def view_inputs(self, key: Key, hub: Obj) -> tuple[Any, Any]:
+        return self.children, ()
+
+    def stale_locations(self) -> dict[str, str]:
+        return {}
+
+    def locations_of(self, kind: str, hub: Obj, stale: Any = None) -> list[Any]:
+        self.built += 1
+        return []
+
+
+class Placement:
+    def strategy_of(self, kind: str, obj: Obj) -> tuple[None, str, None]:
+        return None, "default", None
+
+
+def rows() -> tuple[ViewRows, Cache, Sync]:
+    cache, sync = Cache(), Sync()
+    built = ViewRows(cast(HubCache, cache), cast(PlacementLoop, Placement()), cast(SyncLoop, sync))
+    return built, cache, sync
+
+
+def test_an_unchanged_object_is_not_built_again() -> None:
+    views, cache, sync = rows()
+    web = hub_object(3)
+    cache.objects[Key("Deployment", "demo", "web")] = web
+    first = views.row(DEPLOYMENT, web, views.stale())
+    again = views.row(DEPLOYMENT, web, views.stale())
+    assert again is first and sync.built == 1
+    assert first.view["spec"]["replicas"] == 3
+    assert first.cells_now(datetime.now(UTC))[AGE] == "5m"
+
+
+def test_any_input_that_changes_builds_the_row_again() -> None:
+    views, cache, sync = rows()
+    key = Key("Deployment", "demo", "web")
+    web = cache.objects[key] = hub_object(3)
+    first = views.row(DEPLOYMENT, web, views.stale())
+    scaled = cache.objects[key] = hub_object(4)  # a new object from the watch
+    second = views.row(DEPLOYMENT, scaled, views.stale())
+    assert second is not first and second.view["spec"]["replicas"] == 4
+    sync.children = (("us-east", {"metadata": {"name": "web"}}),)  # a child appeared
+    third = views.row(DEPLOYMENT, scaled, views.stale())
+    assert third is not second
+    cache.ns = {"metadata": {"name": "demo", "annotations": {}}}  # the Namespace changed
+    assert views.row(DEPLOYMENT, scaled, views.stale()) is not third
+    assert views.row(DEPLOYMENT, scaled, (("us-east", "unreachable"),)) is not third
+    assert sync.built == 5
+
+
+def test_only_the_cached_object_itself_is_kept() -> None:
+    views, cache, _ = rows()
+    copy = hub_object(3)  # say, read from the hub: the cache holds another object
+    cache.objects[Key("Deployment", "demo", "web")] = hub_object(3)
+    views.row(DEPLOYMENT, copy, views.stale())
+    assert len(views) == 0
