@@ -33,6 +33,7 @@ from apiserver.keys import (
     AUTHENTICATOR,
     AUTHORIZER,
     BIG_READS,
+    CHILD_AUTHZ,
     FLEET,
     FRONT_PROXY,
     HUB,
@@ -41,6 +42,7 @@ from apiserver.keys import (
     LOOPS,
     OPTIONS,
     PLACEMENT,
+    REMOTE_CACHES,
     SYNC,
     VIEW_ROWS,
 )
@@ -54,6 +56,7 @@ from apiserver.options import Options
 from apiserver.placement.loop import PlacementLoop
 from apiserver.placement.loop import Settings as PlacementSettings
 from apiserver.remote import handlers as remote
+from apiserver.remote.cache import ChildAuthorizers, RemoteCaches
 from apiserver.sync.loop import Settings as SyncSettings
 from apiserver.sync.loop import SyncLoop
 from apiserver.viewrows import ViewRows
@@ -146,12 +149,17 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     app[LOCATIONS].stuck_listeners.append(app[PLACEMENT].on_stuck)
     app[SYNC] = SyncLoop(cache, app[FLEET], app[PLACEMENT], SyncSettings(workers=options.workers))
     app[VIEW_ROWS] = ViewRows(cache, app[PLACEMENT], app[SYNC])
+    app[REMOTE_CACHES] = RemoteCaches(options.remote_cache_idle, options.remote_cache_max_objects)
+    app[CHILD_AUTHZ] = ChildAuthorizers(
+        options.child_authz_allowed_ttl, options.child_authz_denied_ttl
+    )
     app[LOOPS] = {
         "front-proxy": asyncio.create_task(app[FRONT_PROXY].run(), name="front-proxy"),
         "hub-cache": asyncio.create_task(cache.run(), name="hub-cache"),
         "locations": asyncio.create_task(app[LOCATIONS].run(), name="locations"),
         "placement": asyncio.create_task(app[PLACEMENT].run(), name="placement"),
         "sync": asyncio.create_task(app[SYNC].run(), name="sync"),
+        "remote-caches": asyncio.create_task(app[REMOTE_CACHES].run(), name="remote-caches"),
     }
     if options.leader_elect:
         app[LOOPS]["leader"] = asyncio.create_task(leadership.run(), name="leader")

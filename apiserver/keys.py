@@ -18,6 +18,7 @@ from apiserver.locations.fleet import Fleet
 from apiserver.locations.loop import LocationLoop
 from apiserver.options import Options
 from apiserver.placement.loop import PlacementLoop
+from apiserver.remote.cache import ChildAuthorizers, RemoteCaches
 from apiserver.sync.loop import SyncLoop
 from apiserver.viewrows import ViewRows
 
@@ -30,6 +31,8 @@ LOCATIONS = web.AppKey("locations", LocationLoop)
 PLACEMENT = web.AppKey("placement", PlacementLoop)
 SYNC = web.AppKey("sync", SyncLoop)
 VIEW_ROWS = web.AppKey("view_rows", ViewRows)
+REMOTE_CACHES = web.AppKey("remote_caches", RemoteCaches)
+CHILD_AUTHZ = web.AppKey("child_authz", ChildAuthorizers)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 AUTHORIZER = web.AppKey("authorizer", Authorizer)
 FRONT_PROXY = web.AppKey("front_proxy", FrontProxyWatch)

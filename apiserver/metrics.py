@@ -80,6 +80,18 @@ READS = Counter(
     ["group", "source"],
     registry=REGISTRY,
 )
+REMOTE_CACHE_OBJECTS = Gauge(
+    "kmc_remote_cache_objects",
+    "Objects in the watch cache of a child's resource (remote.kmc.dev lists).",
+    ["location", "resource"],
+    registry=REGISTRY,
+)
+REMOTE_CACHE_BYTES = Gauge(
+    "kmc_remote_cache_bytes",
+    "Encoded bytes kept by the watch cache of a child's resource.",
+    ["location", "resource"],
+    registry=REGISTRY,
+)
 LEADER = Gauge(
     "kmc_leader", "1 while this replica holds the lease and runs the loops.", registry=REGISTRY
 )

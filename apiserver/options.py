@@ -34,6 +34,10 @@ class Options:
     remote_timeout: float
     read_concurrency: int
     consistent_read_timeout: float
+    remote_cache_idle: float
+    remote_cache_max_objects: int
+    child_authz_allowed_ttl: float
+    child_authz_denied_ttl: float
     workers: int
     leader_elect: bool
     cert_check_interval: float
@@ -115,6 +119,31 @@ def parser() -> argparse.ArgumentParser:
         "catch up with the hub before it reads the hub itself",
     )
     p.add_argument(
+        "--remote-cache-idle",
+        type=float,
+        default=600.0,
+        help="seconds a child's watch cache (remote.kmc.dev lists) is kept after its last read",
+    )
+    p.add_argument(
+        "--remote-cache-max-objects",
+        type=int,
+        default=50000,
+        help="a child resource with more objects than this is not cached but read live",
+    )
+    p.add_argument(
+        "--child-authz-allowed-ttl",
+        type=float,
+        default=10.0,
+        help="seconds a child's SubjectAccessReview allowing a caller is reused (a revoked "
+        "grant can be seen through remote.kmc.dev for that long)",
+    )
+    p.add_argument(
+        "--child-authz-denied-ttl",
+        type=float,
+        default=5.0,
+        help="seconds a child's SubjectAccessReview denying a caller is reused",
+    )
+    p.add_argument(
         "--workers",
         type=int,
         default=32,
@@ -160,8 +189,14 @@ def validate(options: Options) -> None:
         raise OptionsError(
             "--probe-interval, --probe-timeout and --remote-timeout must be positive"
         )
-    if options.consistent_read_timeout <= 0:
-        raise OptionsError("--consistent-read-timeout must be positive")
+    if options.consistent_read_timeout <= 0 or options.remote_cache_idle <= 0:
+        raise OptionsError("--consistent-read-timeout and --remote-cache-idle must be positive")
+    if options.remote_cache_max_objects < 0:
+        raise OptionsError("--remote-cache-max-objects cannot be negative")
+    if options.child_authz_allowed_ttl < 0 or options.child_authz_denied_ttl < 0:
+        raise OptionsError(
+            "--child-authz-allowed-ttl and --child-authz-denied-ttl cannot be negative"
+        )
     if options.read_concurrency < 1:
         raise OptionsError("--read-concurrency must be at least 1")
     if options.workers < 1:

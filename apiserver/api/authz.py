@@ -96,8 +96,10 @@ class Authorizer:
         denied_ttl: float = 5.0,
         max_entries: int = 10000,
         clock: Callable[[], float] = time.monotonic,
+        who: str = "the hub",
     ) -> None:
         self.hub = hub
+        self.who = who
         self.allowed_ttl = allowed_ttl
         self.denied_ttl = denied_ttl
         self.max_entries = max_entries
@@ -139,14 +141,16 @@ class Authorizer:
         try:
             answer = await self.hub.create(SUBJECT_ACCESS_REVIEWS, review(user, attrs))
         except ApiError as err:
-            log.warning("SubjectAccessReview for %r failed on the hub: %s", user.name, err)
-            return Decision(False, error=f"the request could not be authorized by the hub: {err}")
+            log.warning("SubjectAccessReview for %r failed on %s: %s", user.name, self.who, err)
+            return Decision(
+                False, error=f"the request could not be authorized by {self.who}: {err}"
+            )
         status = answer.get("status") or {}
         allowed, denied = bool(status.get("allowed")), bool(status.get("denied"))
         reason = str(status.get("reason") or "")
         if allowed and denied:
             decision = Decision(
-                False, reason, "the hub's SubjectAccessReview answered both allowed and denied"
+                False, reason, f"{self.who}'s SubjectAccessReview answered both allowed and denied"
             )
         else:
             decision = Decision(allowed, reason)
