@@ -16,7 +16,6 @@ per child by `ChildAuthorizers` before any row is served.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Iterator
@@ -120,8 +119,7 @@ class TableCache:
     async def stop(self) -> None:
         if self.task is not None:
             self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+            await asyncio.wait([self.task])  # (our own cancellation is not swallowed)
         self._gauge(0, 0)
 
     def in_namespace(self, namespace: str | None) -> Iterator[Entry]:
@@ -194,6 +192,7 @@ class TableCache:
                         self._take(event["type"], row)
                 if not rows:  # a bookmark may come as the bare object, not as a Table
                     version = str((table.get("metadata") or {}).get("resourceVersion") or version)
+                self.version = version
             return version
         finally:
             self.watching = False

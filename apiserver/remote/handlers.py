@@ -22,7 +22,7 @@ from multidict import CIMultiDict
 
 from apiserver import metrics
 from apiserver.api import errors, paging, selectors, table
-from apiserver.api.authz import denial_status
+from apiserver.api.authz import Decision, denial_status
 from apiserver.api.guard import info_of, user_of
 from apiserver.api.respond import WatchStream, json_response, object_list
 from apiserver.keys import BIG_READS, CHILD_AUTHZ, FLEET, LOCATIONS, OPTIONS, REMOTE_CACHES
@@ -31,6 +31,7 @@ from apiserver.kube.informer import Backoff
 from apiserver.remote import stitch
 from apiserver.remote.cache import Entry, encoded_list, list_attributes, table_head
 from apiserver.remote.fanout import (
+    STALL_TIMEOUTS,
     Answer,
     Asked,
     failed,
@@ -213,9 +214,16 @@ async def _from_caches(
     user = user_of(request)
     attrs = list_attributes(kind, namespace)
     authz = request.app[CHILD_AUTHZ]
-    decisions = await asyncio.gather(
-        *(authz.authorize(name, asked.clients[name], user, attrs) for name in ready)
-    )
+    patience = STALL_TIMEOUTS * _timeout(request)
+
+    async def review(name: str) -> Decision:
+        try:
+            async with asyncio.timeout(patience):
+                return await authz.authorize(name, asked.clients[name], user, attrs)
+        except TimeoutError:
+            return Decision(False, error=f"its SubjectAccessReview got no answer in {patience:g}s")
+
+    decisions = await asyncio.gather(*(review(name) for name in ready))
     warnings = list(asked.warnings)
     units: list[tuple[paging.Key, Entry]] = []
     versions: dict[str, str] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import aiohttp
@@ -14,7 +15,8 @@ from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import Kube
 from kmc_testbed import bed, config
 
-from .conftest import Kubectl
+from .conftest import CHILDREN, Kubectl, run_testbed
+from .test_locations import wait_until as wait_for
 from .test_testbed import deployment
 
 MC = "/apis/mc.kmc.dev/v1alpha1"
@@ -109,3 +111,111 @@ def test_paging_selectors_and_resource_versions(
         f"&resourceVersion={version}&timeoutSeconds=1",
     ).stdout
     assert all(json.loads(line)["type"] != "ERROR" for line in events.splitlines() if line)
+
+
+def _remote_rows(hub: Kubectl, namespace: str, *extra: str) -> tuple[set[str], str]:
+    out = hub.run("get", "pods.remote.kmc.dev", "-n", namespace, "--no-headers", *extra)
+    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}, out.stderr
+
+
+def _rbac(name: str, user: str, group: str, resource: str, scope: str = "") -> list[Any]:
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [
+            {"apiGroups": [group], "resources": [resource], "verbs": ["get", "list", "watch"]}
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding" if scope else "ClusterRoleBinding",
+        "metadata": {"name": name, **({"namespace": scope} if scope else {})},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    return [role, binding]
+
+
+def test_a_grant_revoked_in_one_child_hides_its_rows_within_the_ttl(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """The hub lets the user list pods.remote.kmc.dev (a cluster-wide grant, which does not
+    follow namespaces to the children); each child lets them list its pods in the namespace.
+    Revoked in one child, that child's rows go within the allow TTL (10 s)."""
+    hub = kubectl["hub"]
+    user = f"reader-{namespace}"
+    hub.apply(deployment("web", 3), namespace)
+    wait_for(
+        "a pod in every location", lambda: _remote_rows(hub, namespace)[0] == set(CHILDREN), 120
+    )
+    granted = [*_rbac(namespace, user, "remote.kmc.dev", "pods")]
+    for obj in granted:
+        hub.apply(obj)
+    try:
+        for child in CHILDREN:
+            for obj in _rbac(namespace, user, "", "pods", scope=namespace):
+                kubectl[child].apply(obj)
+        as_user = ("--as", user)
+        wait_for(
+            "the user to see every location",
+            lambda: _remote_rows(hub, namespace, *as_user)[0] == set(CHILDREN),
+            60,
+        )
+        kubectl["us-east"].run("delete", "rolebinding", namespace, "-n", namespace)
+        revoked = time.monotonic()
+        wait_for(
+            "us-east's rows to go",
+            lambda: "us-east" not in _remote_rows(hub, namespace, *as_user)[0],
+            60,
+        )
+        took = time.monotonic() - revoked
+        assert took <= 10 + 5, f"rows of a revoked child were shown for {took:.1f}s"
+        seen, warned = _remote_rows(hub, namespace, *as_user)
+        assert seen == set(CHILDREN) - {"us-east"}
+        assert "us-east" in warned and "forbidden" in warned
+        # The admin still sees every child: the cache is the same, the caller is not.
+        assert _remote_rows(hub, namespace)[0] == set(CHILDREN)
+    finally:
+        for obj in granted:
+            hub.run("delete", obj["kind"].lower(), obj["metadata"]["name"], "--ignore-not-found")
+        for child in CHILDREN:
+            kubectl[child].run("delete", "clusterrole", namespace, "--ignore-not-found")
+
+
+def test_a_child_outage_restarts_its_cache_with_nothing_missed_or_doubled(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 3), namespace)
+
+    def listed() -> list[tuple[str, str]]:
+        out = hub.run("get", "pods.remote.kmc.dev", "-n", namespace, "--no-headers")
+        return sorted((r.split()[0], r.split()[1]) for r in out.stdout.splitlines() if r.strip())
+
+    def direct() -> list[tuple[str, str]]:
+        names = []
+        for child in CHILDREN:
+            out = kubectl[child].run("get", "pods", "-n", namespace, "--no-headers", "-o", "name")
+            names += [(child, n.split("/", 1)[1]) for n in out.stdout.split() if n]
+        return sorted(names)
+
+    wait_for("three pods listed", lambda: len(listed()) == 3 and listed() == direct(), 120)
+    run_testbed("stop", "us-east")
+    try:
+        # While us-east is away the others change: their caches must follow.
+        hub.run("scale", "deployment", "web", "-n", namespace, "--replicas=6")
+        wait_for(
+            "the others' new pods",
+            lambda: len([p for p in listed() if p[0] != "us-east"]) >= 4,
+            120,
+        )
+    finally:
+        run_testbed("start", "us-east")
+    wait_for(
+        "the hub's list to be the children's again",
+        lambda: listed() == direct() and len(direct()) == 6,
+        180,
+    )
+    rows = listed()
+    assert len(rows) == len(set(rows)) == 6
