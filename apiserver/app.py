@@ -32,7 +32,6 @@ from apiserver.hubcache import HubCache
 from apiserver.keys import (
     AUTHENTICATOR,
     AUTHORIZER,
-    BIG_READS,
     CHILD_AUTHZ,
     FLEET,
     FRONT_PROXY,
@@ -42,6 +41,7 @@ from apiserver.keys import (
     LOOPS,
     OPTIONS,
     PLACEMENT,
+    READS,
     REMOTE_CACHES,
     SYNC,
     VIEW_ROWS,
@@ -55,6 +55,7 @@ from apiserver.locations.loop import Settings as LocationSettings
 from apiserver.options import Options
 from apiserver.placement.loop import PlacementLoop
 from apiserver.placement.loop import Settings as PlacementSettings
+from apiserver.readlimit import ReadLimiter
 from apiserver.remote import handlers as remote
 from apiserver.remote.cache import ChildAuthorizers, RemoteCaches
 from apiserver.sync.loop import Settings as SyncSettings
@@ -69,7 +70,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     front-proxy CA is added to it as the hub publishes it, so its client certificates verify."""
     app = web.Application(middlewares=[status_errors, guard])
     app[OPTIONS] = options
-    app[BIG_READS] = asyncio.Semaphore(options.read_concurrency)
+    app[READS] = ReadLimiter(options.read_concurrency, options.max_queued_reads)
     app.cleanup_ctx.append(_clients)
     app.cleanup_ctx.append(_guards(serving))
     app.cleanup_ctx.append(_loops)

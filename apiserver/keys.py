@@ -18,6 +18,7 @@ from apiserver.locations.fleet import Fleet
 from apiserver.locations.loop import LocationLoop
 from apiserver.options import Options
 from apiserver.placement.loop import PlacementLoop
+from apiserver.readlimit import ReadLimiter
 from apiserver.remote.cache import ChildAuthorizers, RemoteCaches
 from apiserver.sync.loop import SyncLoop
 from apiserver.viewrows import ViewRows
@@ -36,5 +37,5 @@ CHILD_AUTHZ = web.AppKey("child_authz", ChildAuthorizers)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 AUTHORIZER = web.AppKey("authorizer", Authorizer)
 FRONT_PROXY = web.AppKey("front_proxy", FrontProxyWatch)
-# Lists of either group (and remote.kmc.dev gets) being served; see --read-concurrency.
-BIG_READS = web.AppKey("big_reads", asyncio.Semaphore)
+# Turns for lists of either group and remote.kmc.dev gets; see --read-concurrency.
+READS = web.AppKey("reads", ReadLimiter)

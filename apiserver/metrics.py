@@ -80,6 +80,11 @@ READS = Counter(
     ["group", "source"],
     registry=REGISTRY,
 )
+READS_REJECTED = Counter(
+    "kmc_reads_rejected_total",
+    "Reads answered 429 because the queue of reads waiting their turn was full.",
+    registry=REGISTRY,
+)
 REMOTE_CACHE_OBJECTS = Gauge(
     "kmc_remote_cache_objects",
     "Objects in the watch cache of a child's resource (remote.kmc.dev lists).",

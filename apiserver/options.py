@@ -33,6 +33,7 @@ class Options:
     capacity_hold: float
     remote_timeout: float
     read_concurrency: int
+    max_queued_reads: int
     consistent_read_timeout: float
     remote_cache_idle: float
     remote_cache_max_objects: int
@@ -110,6 +111,13 @@ def parser() -> argparse.ArgumentParser:
         default=4,
         help="lists (both groups) and remote.kmc.dev gets served at once; more wait their "
         "turn, so a burst of big lists cannot starve discovery, health checks and the loops",
+    )
+    p.add_argument(
+        "--max-queued-reads",
+        type=int,
+        default=200,
+        help="reads waiting for their turn (see --read-concurrency); more are answered 429 "
+        "with Retry-After",
     )
     p.add_argument(
         "--consistent-read-timeout",
@@ -199,6 +207,8 @@ def validate(options: Options) -> None:
         )
     if options.read_concurrency < 1:
         raise OptionsError("--read-concurrency must be at least 1")
+    if options.max_queued_reads < 0:
+        raise OptionsError("--max-queued-reads cannot be negative")
     if options.workers < 1:
         raise OptionsError("--workers must be at least 1")
     if options.grace_period < 0 or options.cooldown < 0 or options.capacity_hold < 0:

@@ -22,10 +22,11 @@ from apiserver.api import errors, paging, selectors, table
 from apiserver.api.guard import info_of
 from apiserver.api.respond import WatchStream, json_response, object_list, table_of
 from apiserver.hubcache import HubCache
-from apiserver.keys import BIG_READS, HUB, HUB_CACHE, OPTIONS, PLACEMENT, SYNC, VIEW_ROWS
+from apiserver.keys import HUB, HUB_CACHE, OPTIONS, PLACEMENT, READS, SYNC, VIEW_ROWS
 from apiserver.kinds import WORKLOADS, Key, Kind
 from apiserver.kube.client import ApiError, Kube
 from apiserver.placement.loop import STRATEGY, PlacementLoop, read_placement
+from apiserver.readlimit import Priority
 from apiserver.subresources import locations as locations_sub
 from apiserver.subresources import strategy as strategy_sub
 from apiserver.sync.loop import SyncLoop
@@ -98,7 +99,7 @@ async def collection(request: web.Request) -> web.StreamResponse:
         request, kind, query
     )
     metrics.READS.labels(GROUP, "cache" if cached else "hub").inc()
-    async with request.app[BIG_READS]:
+    async with request.app[READS].turn(Priority.LIST):
         if not cached:
             return await _list_hub(request, kind, namespace, wanted)
         return await _list(request, kind, namespace, wanted, labels, fields)

@@ -182,6 +182,12 @@ def unavailable(message: str) -> StatusError:
     return StatusError(status(503, "ServiceUnavailable", message))
 
 
+def too_many_requests(message: str, retry_after: int) -> StatusError:
+    """429 with Retry-After, as kube-apiserver's priority and fairness answers."""
+    details = _details(retryAfterSeconds=retry_after)
+    return StatusError(status(429, "TooManyRequests", message, details))
+
+
 def timeout(message: str, retry_after_seconds: int = 0) -> StatusError:
     """504; kube-apiserver prefixes the message with `Timeout: `."""
     details = _details(retryAfterSeconds=retry_after_seconds)

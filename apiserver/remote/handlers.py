@@ -25,9 +25,10 @@ from apiserver.api import errors, paging, selectors, table
 from apiserver.api.authz import Decision, denial_status
 from apiserver.api.guard import info_of, user_of
 from apiserver.api.respond import WatchStream, json_response, object_list
-from apiserver.keys import BIG_READS, CHILD_AUTHZ, FLEET, LOCATIONS, OPTIONS, REMOTE_CACHES
+from apiserver.keys import CHILD_AUTHZ, FLEET, LOCATIONS, OPTIONS, READS, REMOTE_CACHES
 from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
+from apiserver.readlimit import Priority
 from apiserver.remote import stitch
 from apiserver.remote.cache import Entry, encoded_list, list_attributes, table_head
 from apiserver.remote.fanout import (
@@ -137,7 +138,7 @@ async def _list(request: web.Request, kind: RemoteKind, namespace: str | None) -
         metrics.READS.labels(GROUP, "cache").inc()
         return cached
     metrics.READS.labels(GROUP, "children").inc()
-    async with request.app[BIG_READS]:
+    async with request.app[READS].turn(Priority.LIST):
         return await _list_live(request, kind, asked, path, limit, cont)
 
 
@@ -304,7 +305,7 @@ def _stitched_table(
 
 
 async def one(request: web.Request) -> web.StreamResponse:
-    async with request.app[BIG_READS]:
+    async with request.app[READS].turn(Priority.GET):
         return await _one(request, _kind(request), request.match_info["namespace"])
 
 
