@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,7 @@ class Entry:
 
     namespace: str
     name: str
+    version: int  # the object's resourceVersion (its deletion's, for a deleted one)
     labels: dict[str, str]
     cells: bytes  # the Table cells, the location first
     conditions: bytes | None  # the Table row's conditions, when the child gave any
@@ -76,6 +78,7 @@ def entry(location: str, row: Obj) -> Entry:
     return Entry(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
+        version=_int(meta.get("resourceVersion")),
         labels=dict(meta.get("labels") or {}),
         cells=_encode([location, *(row.get("cells") or [])]),
         conditions=_encode(conditions) if conditions is not None else None,
@@ -85,8 +88,37 @@ def entry(location: str, row: Obj) -> Entry:
     )
 
 
+def _int(version: Any) -> int:
+    try:
+        return int(version)
+    except (TypeError, ValueError):
+        return 0
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a watch of the cache hears: an object added, modified or deleted (with the entry
+    it replaces), or a BOOKMARK (no entry) saying the cache has reached `version`."""
+
+    type: str
+    entry: Entry | None
+    old: Entry | None
+    version: int
+
+
+# Changes kept for watches that resume from a version: about as many as kube-apiserver's
+# watch cache keeps per resource by default.
+HISTORY = 1000
+
+Follower = Callable[[str, Change], None]
+
+
 class TooBig(Exception):
     pass
+
+
+class Gone(Exception):
+    """A watch asked to resume from a version the history no longer covers."""
 
 
 class TableCache:
@@ -106,6 +138,9 @@ class TableCache:
         self.used = time.monotonic()
         self.bytes = 0
         self.task: asyncio.Task[None] | None = None
+        self.history: deque[Change] = deque(maxlen=HISTORY)
+        self.since = -1  # the history holds every change after this version
+        self._followers: set[Follower] = set()
 
     @property
     def ready(self) -> bool:
@@ -121,6 +156,30 @@ class TableCache:
             self.task.cancel()
             await asyncio.wait([self.task])  # (our own cancellation is not swallowed)
         self._gauge(0, 0)
+
+    def follow(self, follower: Follower, since: int | None) -> list[Change]:
+        """Tell `follower` of every change from now on; returned, what came before: every
+        change after version `since`, or (None) every object as ADDED. Gone when the history
+        no longer reaches back to `since`."""
+        if since is None:
+            backlog = [Change("ADDED", e, None, e.version) for e in self.entries.values()]
+        elif since < self.since:
+            raise Gone(f"too old resource version: {since} ({self.since})")
+        else:
+            backlog = [c for c in self.history if c.version > since]
+        self._followers.add(follower)
+        return backlog
+
+    def unfollow(self, follower: Follower) -> None:
+        self._followers.discard(follower)
+
+    def _publish(self, change: Change) -> None:
+        if change.type != "BOOKMARK":
+            if len(self.history) == self.history.maxlen:
+                self.since = self.history[0].version
+            self.history.append(change)
+        for follower in list(self._followers):
+            follower(self.location, change)
 
     def in_namespace(self, namespace: str | None) -> Iterator[Entry]:
         for entry_ in self.entries.values():
@@ -162,17 +221,29 @@ class TableCache:
         if len(rows) > self.max_objects:
             raise TooBig(f"{len(rows)} objects, more than --remote-cache-max-objects")
         self.columns = _encode(table.get("columnDefinitions") or [])
+        version = str((table.get("metadata") or {}).get("resourceVersion", ""))
         fresh: dict[tuple[str, str], Entry] = {}
         for i, row in enumerate(rows):
             if i and i % 200 == 0:
                 await asyncio.sleep(0)
             made = entry(self.location, row)
             fresh[(made.namespace, made.name)] = made
+        if not self.synced.is_set():
+            self.since = _int(version)
+        else:  # a relist: what changed meanwhile reaches the watches as changes
+            listed = _int(version)
+            for key, gone in self.entries.items():
+                if key not in fresh:
+                    self._publish(Change("DELETED", gone, gone, listed))
+            for key, made in fresh.items():
+                old = self.entries.get(key)
+                if old is None or old.version != made.version:
+                    self._publish(Change("ADDED" if old is None else "MODIFIED", made, old, listed))
         self.entries = fresh
         self.bytes = sum(_size(e) for e in fresh.values())
         self._gauge(len(fresh), self.bytes)
         self.synced.set()
-        return str((table.get("metadata") or {}).get("resourceVersion", ""))
+        return version
 
     async def _watch(self, version: str) -> str:
         self.watching = True
@@ -193,6 +264,8 @@ class TableCache:
                 if not rows:  # a bookmark may come as the bare object, not as a Table
                     version = str((table.get("metadata") or {}).get("resourceVersion") or version)
                 self.version = version
+                if event["type"] == "BOOKMARK":
+                    self._publish(Change("BOOKMARK", None, None, _int(version)))
             return version
         finally:
             self.watching = False
@@ -209,6 +282,7 @@ class TableCache:
             self.entries[key] = made
             self.bytes += _size(made)
         self._gauge(len(self.entries), self.bytes)
+        self._publish(Change(kind, made, old, made.version))
 
     def _gauge(self, count: int, size: int) -> None:
         labels = (self.location, self.kind.plural)
@@ -281,9 +355,9 @@ class ChildAuthorizers:
         return await authorizer.authorize(user, attrs)
 
 
-def list_attributes(kind: RemoteKind, namespace: str | None) -> Attributes:
+def attributes(kind: RemoteKind, namespace: str | None, verb: str) -> Attributes:
     return Attributes(
-        verb="list",
+        verb=verb,
         group=kind.group,
         version=kind.version,
         resource=kind.plural,

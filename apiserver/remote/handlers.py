@@ -30,7 +30,15 @@ from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
 from apiserver.readlimit import Priority
 from apiserver.remote import stitch
-from apiserver.remote.cache import Entry, encoded_list, list_attributes, table_head
+from apiserver.remote.cache import (
+    Change,
+    Entry,
+    Gone,
+    TableCache,
+    attributes,
+    encoded_list,
+    table_head,
+)
 from apiserver.remote.fanout import (
     STALL_TIMEOUTS,
     Answer,
@@ -57,6 +65,7 @@ _LOCATION_COLUMN = table.Column(
 _LOCATION_DEFINITION = msgspec.json.encode(_LOCATION_COLUMN.definition())
 _MAX_WATCH = 1800
 _CACHED_FIELDS = {"metadata.name", "metadata.namespace"}
+_MAX_BEHIND = 10000  # changes queued for one watch before it is let go
 
 
 def add_routes(app: web.Application) -> None:
@@ -191,19 +200,32 @@ async def _list_live(
     return json_response(listing, headers)
 
 
-async def _from_caches(
-    request: web.Request,
-    kind: RemoteKind,
-    namespace: str | None,
-    asked: _Ask,
-    limit: int | None,
-    cont: str | None,
-) -> web.Response | None:
-    """The list from the children's watch caches, or None while one of them is not ready
-    (then every child is asked live, and the caches warm for the next list).
+@dataclass(frozen=True)
+class _Cached:
+    """The children's caches a caller may read now, and what to select from them."""
 
-    What a caller sees of a child is what that child lets them list: its SubjectAccessReview
-    for the caller, cached briefly. A child that cannot answer the review is left out."""
+    caches: dict[str, TableCache]
+    warnings: list[str]
+    labels: selectors.LabelSelectorQuery
+    fields: selectors.FieldSelectorQuery
+    namespace: str | None
+
+    def selects(self, made: Entry) -> bool:
+        if self.namespace is not None and made.namespace != self.namespace:
+            return False
+        meta = {"metadata": {"name": made.name, "namespace": made.namespace}}
+        return self.labels.matches(made.labels) and self.fields.matches(meta)
+
+
+async def _cached(
+    request: web.Request, kind: RemoteKind, namespace: str | None, asked: _Ask, verb: str
+) -> _Cached | None:
+    """The children's watch caches for this read, or None while one of them is not ready
+    (then every child is asked live, and the caches warm for the next read).
+
+    What a caller sees of a child is what that child lets them do: its SubjectAccessReview
+    for the caller, cached briefly. A child that denies, or cannot answer the review, is left
+    out with a Warning; nothing of it comes from the cache."""
     fields = selectors.parse_fields(request.query.get("fieldSelector"))
     if not selectors.field_paths(fields) <= _CACHED_FIELDS:
         return None  # the children know which fields each kind selects on, and say so
@@ -213,7 +235,7 @@ async def _from_caches(
     if not all(cache.ready for cache in ready.values()):
         return None
     user = user_of(request)
-    attrs = list_attributes(kind, namespace)
+    attrs = attributes(kind, namespace, verb)
     authz = request.app[CHILD_AUTHZ]
     patience = STALL_TIMEOUTS * _timeout(request)
 
@@ -226,25 +248,39 @@ async def _from_caches(
 
     decisions = await asyncio.gather(*(review(name) for name in ready))
     warnings = list(asked.warnings)
+    allowed: dict[str, TableCache] = {}
+    for (name, cache), decision in zip(ready.items(), decisions, strict=True):
+        if decision.allowed:
+            allowed[name] = cache
+        else:
+            why = decision.error or denial_status(decision, user, attrs)["message"]
+            warnings.append(f"location {name} left out: {why}")
+    return _Cached(allowed, warnings, labels, fields, namespace)
+
+
+async def _from_caches(
+    request: web.Request,
+    kind: RemoteKind,
+    namespace: str | None,
+    asked: _Ask,
+    limit: int | None,
+    cont: str | None,
+) -> web.Response | None:
+    """The list from the children's watch caches (see `_cached`), or None."""
+    cached = await _cached(request, kind, namespace, asked, "list")
+    if cached is None:
+        return None
     units: list[tuple[paging.Key, Entry]] = []
     versions: dict[str, str] = {}
     columns = b""
-    for (name, cache), decision in zip(ready.items(), decisions, strict=True):
-        if not decision.allowed:
-            if decision.error:
-                warnings.append(f"location {name} left out: {decision.error}")
-            else:
-                warnings.append(
-                    f"location {name} left out: {denial_status(decision, user, attrs)['message']}"
-                )
-            continue
+    for name, cache in cached.caches.items():
         versions[name] = cache.version
         columns = columns or cache.columns
-        for made in cache.in_namespace(namespace):
-            if labels.matches(made.labels) and fields.matches(
-                {"metadata": {"name": made.name, "namespace": made.namespace}}
-            ):
-                units.append(((made.namespace, made.name, name), made))
+        units += [
+            ((made.namespace, made.name, name), made)
+            for made in cache.in_namespace(namespace)
+            if cached.selects(made)
+        ]
     version = paging.composite_version(versions)
     served, next_token, left = paging.page(units, limit, cont, version, key=lambda u: u[0])
     metadata: Obj = {"resourceVersion": version}
@@ -253,11 +289,7 @@ async def _from_caches(
     if left is not None:
         metadata["remainingItemCount"] = left
     if asked.wanted.format == "table":
-        head = table_head(
-            f"{table.TABLE_GROUP}/{asked.wanted.version or 'v1'}",
-            metadata,
-            bytes(stitch.prepend(msgspec.Raw(columns or b"[]"), _LOCATION_DEFINITION)),
-        )
+        head = table_head(_table_version(asked.wanted), metadata, _columns(columns))
         rows = encoded_list([made.row(asked.include) for _, made in served])
         body = head + rows + b"}"
     else:
@@ -266,8 +298,16 @@ async def _from_caches(
         )
         body = head[:-1] + b',"items":' + encoded_list([made.item for _, made in served]) + b"}"
     return web.Response(
-        body=body, content_type="application/json", headers=warning_headers(warnings)
+        body=body, content_type="application/json", headers=warning_headers(cached.warnings)
     )
+
+
+def _table_version(wanted: table.Wanted) -> str:
+    return f"{table.TABLE_GROUP}/{wanted.version or 'v1'}"
+
+
+def _columns(child: bytes) -> bytes:
+    return bytes(stitch.prepend(msgspec.Raw(child or b"[]"), _LOCATION_DEFINITION))
 
 
 def _list_version(body: Any) -> str:
@@ -377,6 +417,11 @@ async def _watch(
     versions = paging.parse_composite(request.query.get("resourceVersion", ""))
     bookmarks = request.query.get("allowWatchBookmarks") == "true"
     timeout = min(int(request.query.get("timeoutSeconds") or _MAX_WATCH), _MAX_WATCH)
+    cached = await _cached(request, kind, namespace, asked, "watch")
+    if cached is not None:
+        metrics.READS.labels(GROUP, "cache").inc()
+        return await _watch_caches(request, kind, asked, cached, versions, bookmarks, timeout)
+    metrics.READS.labels(GROUP, "children").inc()
     queue: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue(maxsize=1000)
     seen = dict(versions)
     path = kind.path(namespace)
@@ -435,6 +480,93 @@ async def _watch(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
     return stream.response
+
+
+async def _watch_caches(
+    request: web.Request,
+    kind: RemoteKind,
+    asked: _Ask,
+    cached: _Cached,
+    versions: dict[str, str],
+    bookmarks: bool,
+    timeout: int,
+) -> web.StreamResponse:
+    """The watch from the children's caches: what each cache heard after the version our
+    list gave for its location (410 Gone when its history no longer reaches back there, as
+    kube-apiserver answers), or every object as ADDED for a location the version does not
+    name; then every change as it comes. An object whose labels stop (or start) matching the
+    selector is DELETED (ADDED) for this watch, as kube-apiserver's watch cache does."""
+    changes: asyncio.Queue[tuple[str, Change] | None] = asyncio.Queue()
+    seen = dict(versions)
+
+    def hear(location: str, change: Change) -> None:
+        if changes.qsize() > _MAX_BEHIND:
+            changes.put_nowait(None)  # a watcher this far behind is let go, to list again
+        else:
+            changes.put_nowait((location, change))
+
+    followed: list[TableCache] = []
+    try:
+        for name, cache in cached.caches.items():
+            since = int(versions[name]) if name in versions and versions[name].isdigit() else None
+            for change in cache.follow(hear, since):
+                changes.put_nowait((name, change))
+            followed.append(cache)
+    except Gone as gone:
+        for cache in followed:
+            cache.unfollow(hear)
+        stream = await WatchStream.open(request, warning_headers(cached.warnings))
+        await stream.send("ERROR", errors.status(410, "Expired", str(gone)))
+        return stream.response
+    columns = _columns(next((c.columns for c in cached.caches.values() if c.columns), b""))
+    stream = await WatchStream.open(request, warning_headers(cached.warnings))
+    first = True
+    try:
+        async with asyncio.timeout(timeout):
+            while (heard := await changes.get()) is not None:
+                location, change = heard
+                seen[location] = str(change.version)
+                if change.type == "BOOKMARK":
+                    if bookmarks:
+                        meta = {"resourceVersion": paging.composite_version(seen)}
+                        bookmark = {"kind": kind.kind, "apiVersion": API_VERSION, "metadata": meta}
+                        await stream.send("BOOKMARK", bookmark)
+                    continue
+                event_type = _seen_as(change, cached)
+                if event_type is None:
+                    continue
+                shown = change.entry if event_type != "DELETED" or change.entry else change.old
+                assert shown is not None
+                if asked.wanted.format == "table":
+                    head = table_head(
+                        _table_version(asked.wanted),
+                        {"resourceVersion": str(change.version)},
+                        columns if first else b"[]",
+                    )
+                    body = head + b"[" + shown.row(asked.include) + b"]}"
+                    first = False
+                else:
+                    body = shown.typed
+                await stream.response.write(
+                    b'{"type":"' + event_type.encode() + b'","object":' + body + b"}\n"
+                )
+    except (TimeoutError, ConnectionResetError):
+        pass
+    finally:
+        for cache in followed:
+            cache.unfollow(hear)
+    return stream.response
+
+
+def _seen_as(change: Change, cached: _Cached) -> str | None:
+    """The event a change is for a watch with this selection, if any."""
+    now = change.entry is not None and change.type != "DELETED" and cached.selects(change.entry)
+    before = change.old is not None and cached.selects(change.old)
+    if change.type == "DELETED":
+        return "DELETED" if before or (change.entry and cached.selects(change.entry)) else None
+    if now:
+        return "MODIFIED" if before else "ADDED"
+    return "DELETED" if before else None
 
 
 def _version_of(obj: Obj) -> str:

@@ -11,8 +11,9 @@ from typing import Any
 
 import aiohttp
 
+from apiserver.api import paging
 from apiserver.kube import config as kubeconfig
-from apiserver.kube.client import Kube
+from apiserver.kube.client import ApiError, Kube
 from kmc_testbed import bed, config
 
 from .conftest import CHILDREN, Kubectl, run_testbed
@@ -118,6 +119,12 @@ def _remote_rows(hub: Kubectl, namespace: str, *extra: str) -> tuple[set[str], s
     return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}, out.stderr
 
 
+def _pod_everywhere(hub: Kubectl, namespace: str) -> None:
+    wait_for(
+        "a pod in every location", lambda: _remote_rows(hub, namespace)[0] == set(CHILDREN), 120
+    )
+
+
 def _rbac(name: str, user: str, group: str, resource: str, scope: str = "") -> list[Any]:
     role = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -219,3 +226,49 @@ def test_a_child_outage_restarts_its_cache_with_nothing_missed_or_doubled(
     )
     rows = listed()
     assert len(rows) == len(set(rows)) == 6
+
+
+async def _watch_after_list(namespace: str) -> tuple[set[str], set[str], int]:
+    """List pods.remote.kmc.dev, scale up, and watch from the list's version: the names the
+    watch says ADDED, the names the list had, and the code of a watch from a version so old
+    no cache remembers it."""
+    creds = await kubeconfig.from_file(str(config.kubeconfig_path()), "hub")
+    path = f"/apis/remote.kmc.dev/v1alpha1/namespaces/{namespace}/pods"
+    async with aiohttp.ClientSession() as session:
+        hub = Kube(session, creds, "hub")
+        listing = await hub.get(path)
+        listed = {item["metadata"]["name"] for item in listing["items"]}
+        version = listing["metadata"]["resourceVersion"]
+        await hub.merge_patch(
+            f"/apis/apps/v1/namespaces/{namespace}/deployments/web", {"spec": {"replicas": 6}}
+        )
+        added: set[str] = set()
+        async with asyncio.timeout(120):
+            async for event in hub.watch(path, version, timeout_seconds=120):
+                if event["type"] == "ADDED":
+                    added.add(event["object"]["metadata"]["name"])
+                if len(added - listed) >= 3:
+                    break
+        old = paging.composite_version({child: "1" for child in CHILDREN})
+        try:
+            async for _ in hub.watch(path, old, timeout_seconds=5):
+                pass
+            code = 200
+        except ApiError as err:
+            code = err.code
+    return added, listed, code
+
+
+def test_a_watch_resumes_from_the_lists_version_and_an_old_one_is_gone(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 3), namespace)
+    wait_for(
+        "a pod in every location", lambda: _remote_rows(hub, namespace)[0] == set(CHILDREN), 120
+    )
+    added, listed, code = asyncio.run(_watch_after_list(namespace))
+    assert len(listed) == 3
+    assert not added & listed, "the watch replayed objects the list had"
+    assert len(added - listed) >= 3
+    assert code == 410

@@ -9,9 +9,13 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
+import pytest
+
+from apiserver.api import selectors
 from apiserver.kube.client import ApiError, Kube, Obj
 from apiserver.remote import handlers
-from apiserver.remote.cache import RemoteCaches, TableCache, entry
+from apiserver.remote.cache import Change, Gone, RemoteCaches, TableCache, entry
+from apiserver.remote.handlers import _Cached, _seen_as
 from apiserver.remote.kinds import KINDS
 
 PODS = KINDS["pods"]
@@ -147,3 +151,51 @@ async def test_a_cache_nobody_reads_is_stopped() -> None:
         assert cache.task is not None and cache.task.done()
     finally:
         janitor.cancel()
+
+
+async def test_watches_resume_from_the_history_or_hear_gone() -> None:
+    child = Child([row("a", 11)])
+    cache = TableCache("us-east", cast(Kube, child), PODS, max_objects=100)
+    cache.start()
+    heard: list[tuple[str, str, int]] = []
+
+    def hear(location: str, change: Change) -> None:
+        name = change.entry.name if change.entry else ""
+        heard.append((change.type, name, change.version))
+
+    try:
+        await until(lambda: cache.ready)
+        everything = cache.follow(hear, None)
+        assert [(c.type, c.entry.name if c.entry else "") for c in everything] == [("ADDED", "a")]
+        child.events.put_nowait(table_event("ADDED", row("b", 12)))
+        child.events.put_nowait(table_event("DELETED", row("a", 13)))
+        await until(lambda: len(heard) == 2)
+        assert heard == [("ADDED", "b", 12), ("DELETED", "a", 13)]
+        # A watch resuming from 12 gets what came after it, and nothing before.
+        assert [(c.type, c.version) for c in cache.follow(lambda *_: None, 12)] == [("DELETED", 13)]
+        with pytest.raises(Gone):
+            cache.follow(lambda *_: None, 5)  # before the first list: not in the history
+        # A relist after 410: followers hear the difference, as changes.
+        child.gone.add("13")
+        child.items = [row("b", 12), row("c", 30)]
+        child.version = 31
+        child.events.put_nowait({"type": "END"})
+        await until(lambda: ("ADDED", "c", 31) in heard)
+        assert ("DELETED", "b", 31) not in heard  # b did not change: nothing said of it
+    finally:
+        cache.unfollow(hear)
+        await cache.stop()
+
+
+def test_a_change_is_the_event_the_selection_makes_of_it() -> None:
+    web = _Cached({}, [], selectors.parse_labels("app=web"), selectors.parse_fields(""), "demo")
+    was_web = entry("us-east", row("p", 1, app="web"))
+    now_db = entry("us-east", row("p", 2, app="db"))
+    still_web = entry("us-east", row("p", 3, app="web"))
+    assert _seen_as(Change("MODIFIED", now_db, was_web, 2), web) == "DELETED"
+    assert _seen_as(Change("MODIFIED", still_web, now_db, 3), web) == "ADDED"
+    assert _seen_as(Change("MODIFIED", still_web, was_web, 3), web) == "MODIFIED"
+    assert _seen_as(Change("MODIFIED", now_db, now_db, 3), web) is None
+    assert _seen_as(Change("DELETED", still_web, still_web, 4), web) == "DELETED"
+    other = entry("us-east", row("p", 5, namespace="elsewhere", app="web"))
+    assert _seen_as(Change("ADDED", other, None, 5), web) is None
