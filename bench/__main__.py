@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import converge, fairness, forged, integrity, placement, remote, sync
+from bench import converge, fairness, forged, integrity, placement, remote, revocation, sync
 from bench.objects import kwok_nodes
 from kmc_testbed import config as bedconfig
 
@@ -42,6 +42,11 @@ GOALS = {
     "duplicate_objects": ("==", 0),
     "forged_accepted": ("==", 0),
     "load_errors": ("==", 0),
+    "load_list_p99_ms": ("<=", 1000),
+    "load_lists_per_s": (">=", 42),
+    "load_kmc_peak_rss_mb": ("<=", 1024),
+    "views_ratio": ("<=", 1.5),
+    "revocation_s": ("<=", 11),
 }
 
 
@@ -69,6 +74,7 @@ def run_all(quick: bool, with_load: bool = False) -> list[dict[str, Any]]:
         step("punch-through, 6 locations", lambda: _six_locations())
     step("plugin start-up", _plugin)
     step("forged identities", forged.forged)
+    step("revocation in a child", revocation.measure)
     step("move", lambda: asyncio.run(integrity.move()))
     step(
         "kills during creates and scales",
@@ -135,6 +141,9 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         ),
         "fanout_ratio": max((r["ratio"] for r in fanout), default=None),
         "fanout_ratio_by_locations": {str(r["locations"]): r["ratio"] for r in fanout},
+        "fanout_cold_ms_by_locations": {
+            str(r["locations"]): r.get("cold_replicasets_ms") for r in fanout
+        },
         f"converge_{count}_s": figure(rows, "sync.converge", f"converge_{count}_s"),
         f"converge_{count}_ratio": figure(rows, "sync.converge", f"converge_{count}_s", "ratio"),
         "fairness_ratio": max(
@@ -162,6 +171,9 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         "load_list_p50_ms": figure(rows, "load", "list_p50_ms"),
         "load_list_p99_ms": figure(rows, "load", "list_p50_ms", "p99_ms"),
         "load_kmc_peak_rss_mb": figure(rows, "load", "kmc_peak_rss_mb"),
+        "load_lists_per_s": figure(rows, "load", "lists_per_s"),
+        "views_ratio": figure(rows, "views", "get_2000_deployments_ms", "ratio"),
+        "revocation_s": figure(rows, "revocation", "rows_gone_after_s"),
     }
 
 

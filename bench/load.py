@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
 import sys
 import time
 from typing import Any
@@ -24,7 +25,8 @@ import aiohttp
 from apiserver.kube.client import ApiError, Kube
 from bench import remote
 from bench.objects import deployment, kwok_nodes
-from bench.report import emit
+from bench.report import emit, row
+from kmc_testbed import config as bedconfig
 
 NAMESPACE = "bench-load"
 ADDED = {k: v for k, v in remote.EXTRA.items() if k in ("ap-south", "sa-east")}
@@ -143,6 +145,27 @@ async def clients(hub: Kube, count: int, seconds: float) -> list[dict[str, Any]]
     ]
 
 
+def views_at_scale(workloads: int, rounds: int = 9) -> dict[str, Any]:
+    """`kubectl get deployments.mc.kmc.dev -A` against `kubectl get deployments -A` on the hub,
+    the same objects, turn about; medians."""
+
+    def kubectl(resource: str) -> float:
+        cmd = ["kubectl", "get", resource, "-A", "--kubeconfig", str(bedconfig.kubeconfig_path())]
+        started = time.perf_counter()
+        done = subprocess.run([*cmd, "--context", "hub"], capture_output=True, text=True)
+        took = time.perf_counter() - started
+        lines = done.stdout.count("\n")
+        assert done.returncode == 0 and lines > workloads, done.stderr[-300:]
+        return took
+
+    views, hub = [], []
+    for _ in range(rounds):
+        views.append(kubectl("deployments.mc.kmc.dev"))
+        hub.append(kubectl("deployments.apps"))
+    ours, floor = statistics.median(views), statistics.median(hub)
+    return row("views", f"get_{workloads}_deployments_ms", ours * 1000, floor * 1000)
+
+
 async def run(workloads: int, count: int, seconds: float) -> list[dict[str, Any]]:
     async with aiohttp.ClientSession() as session:
         hub = await remote.client(session, "hub")
@@ -154,7 +177,8 @@ async def run(workloads: int, count: int, seconds: float) -> list[dict[str, Any]
                     "figure": f"populate_{workloads}_s",
                     "value": round(took, 1),
                     "locations": len(remote.children()),
-                }
+                },
+                views_at_scale(workloads),
             ]
             return rows + await clients(hub, count, seconds)
         finally:
