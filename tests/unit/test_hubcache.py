@@ -5,6 +5,7 @@ with their CRDs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -139,55 +140,44 @@ class ProbedHub(FakeHub):
 DEPLOYMENTS = "/apis/apps/v1/deployments"
 
 
-async def test_a_consistent_read_waits_for_the_write_it_must_see() -> None:
-    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=5)
+@contextlib.asynccontextmanager
+async def watching(hub: ProbedHub) -> AsyncIterator[HubCache]:
+    """A running cache of `hub`, synced and watching."""
     cache = HubCache(cast(Kube, hub))
     task = asyncio.create_task(cache.run())
     try:
         await cache.wait_synced()
         await settle(lambda: cache.objects["Deployment"].watching)
+        yield cache
+    finally:
+        task.cancel()
+
+
+async def test_a_consistent_read_waits_for_the_write_it_must_see() -> None:
+    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=5)
+    async with watching(hub) as cache:
         reading = asyncio.create_task(cache.fresh("Deployment", settle=5.0, timeout=10.0))
         await asyncio.sleep(0.05)
         assert not reading.done()  # the hub is at 5, the cache at 1: it waits
         hub.events_of(DEPLOYMENTS).put_nowait({"type": "ADDED", "object": obj("new", 5)})
         assert await reading
         assert cache.get(Key("Deployment", "demo", "new")) is not None
-    finally:
-        task.cancel()
 
 
 async def test_a_quiet_watch_is_caught_up_though_the_hub_moved_on_elsewhere() -> None:
-    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)
-    cache = HubCache(cast(Kube, hub))
-    task = asyncio.create_task(cache.run())
-    try:
-        await cache.wait_synced()
-        await settle(lambda: cache.objects["Deployment"].watching)
+    async with watching(ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)) as cache:
         assert await cache.fresh("Deployment", settle=0.05, timeout=10.0)
-    finally:
-        task.cancel()
 
 
 async def test_a_cache_without_a_watch_is_not_fresh() -> None:
-    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)
-    cache = HubCache(cast(Kube, hub))
-    task = asyncio.create_task(cache.run())
-    try:
-        await cache.wait_synced()
-        await settle(lambda: cache.objects["Deployment"].watching)
+    async with watching(ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)) as cache:
         cache.objects["Deployment"].watching = False  # as between a watch's end and the next
         assert not await cache.fresh("Deployment", settle=0.02, timeout=0.2)
-    finally:
-        task.cancel()
 
 
 async def test_reads_that_arrive_together_share_one_probe() -> None:
     hub = ProbedHub({DEPLOYMENTS: []}, current=1)
-    cache = HubCache(cast(Kube, hub))
-    task = asyncio.create_task(cache.run())
-    try:
-        await cache.wait_synced()
-        await settle(lambda: cache.objects["Deployment"].watching)
+    async with watching(hub) as cache:
         before = hub.probes
         results = await asyncio.gather(
             *(cache.fresh("Deployment", settle=0.05, timeout=5.0) for _ in range(10))
@@ -197,5 +187,3 @@ async def test_reads_that_arrive_together_share_one_probe() -> None:
         # A read that comes after a probe was sent needs a probe of its own.
         await cache.fresh("Deployment", settle=0.05, timeout=5.0)
         assert hub.probes - before == 2
-    finally:
-        task.cancel()
