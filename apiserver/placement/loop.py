@@ -32,6 +32,7 @@ from apiserver.locations.model import Location
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.placement import engine
 from apiserver.placement.dependencies import follow, pod_spec_of, references
+from apiserver.placement.gates import GatesError, gated_message, placement_gates
 from apiserver.placement.quantity import parse_quantity
 from apiserver.placement.schemas import SchemaCache
 from apiserver.placement.strategy import Strategy, StrategyError, effective_strategy
@@ -269,6 +270,18 @@ class PlacementLoop:
             and STRATEGY not in annotations
         ):
             return  # other kinds are placed only when asked to
+        current = read_placement(obj)
+        if not current:
+            try:
+                gates = placement_gates(annotations, f"{info.plural} {key.namespace}/{key.name}")
+            except GatesError as err:
+                await self._condition(
+                    info, key, obj, "False", "InvalidPlacementGates", str(err), warn=True
+                )
+                return
+            if gates:  # held before its first placement; removing the last gate re-queues it
+                await self._condition(info, key, obj, "False", "Gated", gated_message(gates))
+                return
         try:
             strategy, _ = self._strategy(info, obj, ns)
         except StrategyError as err:
@@ -276,7 +289,6 @@ class PlacementLoop:
             return
         now = time.time()
         candidates = [await self._candidate(loc, obj) for loc in self.cache.locations.items()]
-        current = read_placement(obj)
         held = {n: share for n, (share, until) in self._held.get(key, {}).items() if until > now}
         missing = self._missing(key, obj, candidates, now) if key.kind in WORKLOADS else {}
         # A held location already lost its stuck replicas; they linger until the child
