@@ -666,6 +666,36 @@ def _why_new(
     return ": new eligible location"
 
 
+def _staying(
+    strategy: Strategy, eligible: Mapping[str, Candidate], current: Mapping[str, int | None]
+) -> dict[str, Candidate]:
+    """Where an immovable object may be: its eligible locations, and those a pin names (a
+    pin is how `kubectl mc move` says where it goes). Empty when it lost them all: it is
+    then placed anew, as a lost location's share moves anyway."""
+    return {
+        name: candidate
+        for name, candidate in eligible.items()
+        if name in current or name in strategy.pin
+    }
+
+
+def _unmoved(
+    strategy: Strategy,
+    staying: Mapping[str, Candidate],
+    current: Mapping[str, int | None],
+    total: int | None,
+) -> bool:
+    """Does an immovable object keep its placement exactly? Yes while it is in every location
+    it may use and, when divided, its size has not changed: no rebalancing between them."""
+    if set(staying) != set(current):
+        return False
+    if total is None:
+        return True
+    if strategy.type == "Split":
+        return sum(share or 0 for share in current.values()) == total
+    return all(share == total for share in current.values())
+
+
 def _no_eligible(verdicts: Sequence[Verdict]) -> str:
     if not verdicts:
         return "no eligible location: there are no locations"
@@ -695,13 +725,22 @@ def decide(
     verdicts, eligible, evacuating = _verdicts(snapshot, obj, current, now, settings)
     if not eligible:
         return Decision(dict(sorted(current.items())), verdicts, _no_eligible(verdicts), ())
+    total = total_replicas(obj)
+    if not strategy.movable and current:
+        staying = _staying(strategy, eligible, current)
+        if staying:
+            if _unmoved(strategy, staying, current, total):
+                return Decision(dict(sorted(current.items())), verdicts, None, ())
+            # Scaled, or a location lost or pinned: divided among these only, and what is
+            # short of room stays pending where it is.
+            eligible, missing_capacity, limits = staying, None, None
     ctx = _Context(
         obj=obj,
         strategy=strategy,
         locations=eligible,
         current={name: value for name, value in current.items() if name in eligible},
         evacuating=evacuating,
-        total=total_replicas(obj),
+        total=total,
         missing=dict(missing_capacity or {}),
         limits=dict(limits or {}),
         snapshot=snapshot,

@@ -16,6 +16,7 @@ from .test_placement import (
     placement_of,
     wait_locations_settled,
     wait_placement,
+    with_strategy,
 )
 from .test_testbed import deployment
 
@@ -80,3 +81,33 @@ def test_a_malformed_gate_list_places_nothing_and_says_why(
     condition = wait_condition_reason(hub, "web", namespace, "InvalidPlacementGates")
     assert "must be a list of gate names" in str(condition["message"])
     assert placement_of(hub, "deployment", "web", namespace) is None
+
+
+def test_an_immovable_deployment_does_not_spill_but_leaves_a_lost_location(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """A location label of the test's own opens and closes locations to both twins: the
+    movable one spills into a location that joins, the immovable one stays."""
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    label = f"e2e.kmc.dev/{namespace[-5:]}"
+    selector = {"locationSelector": {"matchLabels": {label: "on"}}}
+    fixed = with_strategy(deployment("fixed", 4), {"type": "Split", "movable": False, **selector})
+    loose = with_strategy(deployment("loose", 4), {"type": "Split", **selector})
+    try:
+        hub.run("label", "location", "us-east", "us-west", f"{label}=on")
+        hub.apply(fixed, namespace)
+        hub.apply(loose, namespace)
+        expected = {"us-east": 2, "us-west": 2}
+        wait_placement(hub, "deployment", "fixed", namespace, lambda p: p == expected)
+        wait_placement(hub, "deployment", "loose", namespace, lambda p: p == expected)
+
+        hub.run("label", "location", "eu-west", f"{label}=on")
+        wait_placement(hub, "deployment", "loose", namespace, lambda p: "eu-west" in p)
+        assert placement_of(hub, "deployment", "fixed", namespace) == expected
+
+        hub.run("label", "location", "us-west", f"{label}-")
+        moved = wait_placement(hub, "deployment", "fixed", namespace, lambda p: "us-west" not in p)
+        assert moved == {"us-east": 4}  # where it already is, not the newcomer
+    finally:
+        hub.run("label", "location", "us-east", "us-west", "eu-west", f"{label}-")
