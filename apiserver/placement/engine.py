@@ -32,6 +32,7 @@ from typing import Any, NamedTuple, Protocol
 from apiserver.placement.apportion import apportion
 from apiserver.placement.selector import matches, tolerated
 from apiserver.placement.strategy import Strategy
+from apiserver.placement.template import NOTHING, Steering, steering
 
 REPLICA_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
 Placement = dict[str, int | None]
@@ -112,6 +113,7 @@ class Why(StrEnum):
     FIELD_MISSING = "FieldNotInSchema"
     NOT_READY = "NotReady"
     COOLING_DOWN = "CoolingDown"
+    TEMPLATE = "RuledOutByTemplate"  # the pod template's nodeAffinity, nodeSelector or spread
 
 
 # The location cannot take the object at all, however healthy it is.
@@ -450,6 +452,7 @@ class _Context:
     missing: Mapping[str, int]
     limits: Mapping[str, int]
     snapshot: _Snapshot
+    steering: Steering = NOTHING
 
     def weight(self, name: str) -> int:
         return self.snapshot.weights[name]
@@ -536,7 +539,8 @@ def _split(ctx: _Context, names: Sequence[str]) -> _Outcome:
     ready = [name for name in names if name not in ctx.evacuating] if ctx.evacuating else names
     fixed = _keep_evacuating(ctx, names) if ready and ctx.evacuating else {}
     pool = ready or list(names)
-    shares, unplaced = _divide(ctx, ctx.total - sum(fixed.values()), pool)
+    divide = _divide_by_domain if ctx.steering.spread_key else _divide
+    shares, unplaced = divide(ctx, ctx.total - sum(fixed.values()), pool)
     if fixed:
         shares = dict(sorted({**shares, **fixed}.items()))
     # Only where it runs, or ran before (a share scaled to zero keeps its copy there).
@@ -587,6 +591,24 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
     for name, extra in back.shares.items():
         shares[name] += extra
     return shares, back.unplaced
+
+
+def _divide_by_domain(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, int], int]:
+    """A template's topologySpreadConstraint over locations: the replicas are divided evenly
+    between the values of its key (a skew of at most 1, within any maxSkew), and each value's
+    share between its locations by weight."""
+    groups: dict[str, list[str]] = {}
+    for name in pool:
+        groups.setdefault(ctx.steering.domains[name], []).append(name)
+    held = {value: sum(ctx.held(name) for name in names) for value, names in groups.items()}
+    per_value = apportion(total, dict.fromkeys(groups, 1), current=held).shares
+    shares: dict[str, int] = {}
+    unplaced = 0
+    for value, names in sorted(groups.items()):
+        part, left = _divide(ctx, per_value[value], names)
+        shares.update(part)
+        unplaced += left
+    return dict(sorted(shares.items())), unplaced
 
 
 def _unplaced_message(ctx: _Context, unplaced: int) -> str | None:
@@ -666,6 +688,63 @@ def _why_new(
     return ": new eligible location"
 
 
+def _says_where(strategy: Strategy) -> bool:
+    """A strategy that names locations (selector, pin, avoid) wins over the pod template."""
+    return strategy.location_selector is not None or bool(strategy.pin or strategy.avoid)
+
+
+def _steered(
+    verdicts: tuple[Verdict, ...],
+    eligible: dict[str, Candidate],
+    evacuating: frozenset[str],
+    ruled_out: Mapping[str, str],
+) -> _Verdicts:
+    """The template rules out locations the strategy left eligible; those it rules out anyway
+    keep the strategy's reason (it comes first)."""
+    changed = tuple(
+        Verdict(v.location, False, ruled_out[v.location], Why.TEMPLATE)
+        if v.eligible and v.location in ruled_out
+        else v
+        for v in verdicts
+    )
+    kept = {name: c for name, c in eligible.items() if name not in ruled_out}
+    return _Verdicts(changed, kept, frozenset(evacuating - set(ruled_out)))
+
+
+def _overridden(verdicts: tuple[Verdict, ...], ruled_out: Mapping[str, str]) -> tuple[Verdict, ...]:
+    """The strategy says where: a location the template alone would rule out stays eligible,
+    and its verdict says what was overridden."""
+    return tuple(
+        Verdict(
+            v.location, True, f"eligible (the strategy wins over {ruled_out[v.location]})", v.code
+        )
+        if v.code is Why.ELIGIBLE and v.location in ruled_out
+        else v
+        for v in verdicts
+    )
+
+
+# Strategies with a template's preferred terms for weights, by (strategy, weights): the same
+# object for the same inputs, so the engine's snapshots (remembered per strategy object) keep
+# working. Bounded like the snapshots; each entry holds its strategy, so its id stays its own.
+_WEIGHTED: dict[tuple[int, tuple[tuple[str, int], ...]], tuple[Strategy, Strategy]] = {}
+_WEIGHTED_KEPT = 256
+
+
+def _weighted(strategy: Strategy, preferences: Mapping[str, int]) -> Strategy:
+    """The strategy weighing locations by the template's preferred terms (0: matches none)."""
+    items = tuple(sorted(preferences.items()))
+    key = (id(strategy), items)
+    known = _WEIGHTED.get(key)
+    if known is None:
+        derived = strategy.model_copy(update={"weights": dict(items)})
+        with _SNAPSHOTS_LOCK:
+            while len(_WEIGHTED) >= _WEIGHTED_KEPT:
+                del _WEIGHTED[next(iter(_WEIGHTED))]
+            _WEIGHTED[key] = known = (strategy, derived)
+    return known[1]
+
+
 def _staying(
     strategy: Strategy, eligible: Mapping[str, Candidate], current: Mapping[str, int | None]
 ) -> dict[str, Candidate]:
@@ -721,8 +800,19 @@ def decide(
     grace period: that location is capped at what actually runs and the rest goes elsewhere.
     `limits` caps locations found short earlier, so their share does not grow back at once.
     """
+    steer = steering(obj, {c.name: c.labels for c in candidates})
+    says_where = _says_where(strategy)
+    if not says_where and steer.preferences is not None and strategy.weights is None:
+        strategy = _weighted(strategy, steer.preferences)
     snapshot = _snapshot(candidates, strategy, obj)
     verdicts, eligible, evacuating = _verdicts(snapshot, obj, current, now, settings)
+    if steer.ruled_out:
+        if says_where:
+            verdicts = _overridden(verdicts, steer.ruled_out)
+        else:
+            verdicts, eligible, evacuating = _steered(
+                verdicts, eligible, evacuating, steer.ruled_out
+            )
     if not eligible:
         return Decision(dict(sorted(current.items())), verdicts, _no_eligible(verdicts), ())
     total = total_replicas(obj)
@@ -744,6 +834,7 @@ def decide(
         missing=dict(missing_capacity or {}),
         limits=dict(limits or {}),
         snapshot=snapshot,
+        steering=NOTHING if says_where else steer,
     )
     placement, problem = _place(ctx)
     if placement is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from kmc_testbed import bed
 
@@ -16,9 +17,13 @@ from .test_placement import (
     placement_of,
     wait_locations_settled,
     wait_placement,
+    wait_pods,
     with_strategy,
 )
 from .test_testbed import deployment
+
+REGION = "topology.kubernetes.io/region"
+ZONE = "topology.kubernetes.io/zone"
 
 GATES = "kmc.dev/placement-gates"
 
@@ -111,3 +116,76 @@ def test_an_immovable_deployment_does_not_spill_but_leaves_a_lost_location(
         assert moved == {"us-east": 4}  # where it already is, not the newcomer
     finally:
         hub.run("label", "location", "us-east", "us-west", "eu-west", f"{label}-")
+
+
+def with_pod_spec(obj: dict[str, Any], **pod: Any) -> dict[str, Any]:
+    obj["spec"]["template"]["spec"].update(pod)
+    return obj
+
+
+def running(count: int) -> Any:
+    def ok(pods: list[dict[str, Any]]) -> bool:
+        phases = [p.get("status", {}).get("phase") for p in pods]
+        return len(pods) == count and all(phase == "Running" for phase in phases)
+
+    return ok
+
+
+def child_pod_spec(child: Kubectl, name: str, namespace: str) -> dict[str, Any]:
+    spec: dict[str, Any] = child.json("get", "deployment", name, "-n", namespace)["spec"]
+    return dict(spec["template"]["spec"])
+
+
+def test_a_required_region_affinity_in_the_template_places_only_there(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": REGION, "operator": "In", "values": ["us"]}]}
+                ]
+            }
+        }
+    }
+    hub.apply(with_pod_spec(deployment("web", 6), affinity=affinity), namespace)
+    placement = wait_placement(hub, "deployment", "web", namespace)
+    assert placement == {"us-east": 3, "us-west": 3}
+    verdicts = hub.json(
+        "get", "deployments.mc.kmc.dev", "web", "-n", namespace, "--subresource", "strategy"
+    )["status"]["verdicts"]
+    eu = next(v for v in verdicts if v["location"] == "eu-west")
+    assert eu == {
+        "location": "eu-west",
+        "eligible": False,
+        "reason": "nodeAffinity requires topology.kubernetes.io/region in [us]",
+    }
+    for child in ("us-east", "us-west"):  # the constraint goes along, and holds there
+        wait_pods(kubectl[child], namespace, running(3), 120)
+        assert child_pod_spec(kubectl[child], "web", namespace)["affinity"] == affinity
+
+
+def test_a_zone_spread_in_the_template_spreads_evenly_over_zones(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
+    web = with_pod_spec(deployment("web", 6), topologySpreadConstraints=spread)
+    hub.apply(web, namespace)
+    placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+    assert placement == {"eu-west": 2, "us-east": 2, "us-west": 2}
+    for child in ("us-east", "us-west", "eu-west"):
+        wait_pods(kubectl[child], namespace, running(2), 120)
+        assert child_pod_spec(kubectl[child], "web", namespace)["topologySpreadConstraints"] == (
+            spread
+        )
