@@ -220,3 +220,109 @@ def _preferences(
         )
         for name, labels in sorted(locations.items())
     }
+
+
+# --- stripping hub-only terms -------------------------------------------------------------------
+
+
+def strip_hub_only(
+    pod_spec: dict[str, Any], location: str, labels: Mapping[str, str] | None
+) -> None:
+    """Take every `location.kmc.dev/` term out of a child's pod spec (in place), keeping what
+    the rest means in `location`: no node carries those keys, so a term left in would make the
+    pods unschedulable there.
+
+    A required term whose hub-only expressions hold in `location` keeps its other expressions;
+    if it had no others it holds for every node, and the required affinity goes altogether. A
+    term whose hub-only expressions fail is false here and goes. Without `labels` (unknown),
+    expressions on Location labels count as holding; `location.kmc.dev/name` is always exact.
+    """
+    affinity = pod_spec.get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+    if isinstance(node_affinity, dict):
+        _strip_required(node_affinity, location, labels)
+        _strip_preferred(node_affinity)
+        if not node_affinity:
+            del affinity["nodeAffinity"]  # type: ignore[union-attr]
+        if not affinity:
+            del pod_spec["affinity"]
+    selector = pod_spec.get("nodeSelector")
+    if isinstance(selector, dict):
+        for key in [k for k in selector if is_hub_only(k)]:
+            del selector[key]
+        if not selector:
+            del pod_spec["nodeSelector"]
+    spreads = pod_spec.get("topologySpreadConstraints")
+    if isinstance(spreads, list):
+        kept = [c for c in spreads if not is_hub_only(str(_mapping(c).get("topologyKey", "")))]
+        if len(kept) != len(spreads):
+            if kept:
+                pod_spec["topologySpreadConstraints"] = kept
+            else:
+                del pod_spec["topologySpreadConstraints"]
+
+
+def _strip_required(
+    node_affinity: dict[str, Any], location: str, labels: Mapping[str, str] | None
+) -> None:
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = _mapping(required).get("nodeSelectorTerms")
+    if not isinstance(terms, list):
+        return
+    kept: list[Any] = []
+    changed = False
+    for term in terms:
+        expressions = _expressions(term)
+        hub = [e for e in expressions if is_hub_only(str(e.get("key", "")))]
+        if not hub:
+            kept.append(term)
+            continue
+        changed = True
+        if not all(_holds_here(e, location, labels) for e in hub):
+            continue  # false in this location: the other terms decide
+        rest = [e for e in expressions if not is_hub_only(str(e.get("key", "")))]
+        if not rest and not _mapping(term).get("matchFields"):
+            kept = []  # a term that holds for every node: nothing is required here
+            break
+        trimmed = {k: v for k, v in _mapping(term).items() if k != "matchExpressions"}
+        if rest:
+            trimmed["matchExpressions"] = rest
+        kept.append(trimmed)
+    if not changed:
+        return
+    if kept:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            **_mapping(required),
+            "nodeSelectorTerms": kept,
+        }
+    else:
+        del node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]
+
+
+def _strip_preferred(node_affinity: dict[str, Any]) -> None:
+    preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+    if not isinstance(preferred, list):
+        return
+    kept: list[Any] = []
+    for entry in preferred:
+        term = _mapping(_mapping(entry).get("preference"))
+        expressions = _expressions(term)
+        rest = [e for e in expressions if not is_hub_only(str(e.get("key", "")))]
+        if len(rest) == len(expressions):
+            kept.append(entry)
+        elif rest or term.get("matchFields"):
+            preference = {k: v for k, v in term.items() if k != "matchExpressions"}
+            if rest:
+                preference["matchExpressions"] = rest
+            kept.append({**_mapping(entry), "preference": preference})
+        # else: only hub-only expressions; placement has weighed them already
+    if kept:
+        node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = kept
+    else:
+        del node_affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+
+
+def _holds_here(expression: _Expression, location: str, labels: Mapping[str, str] | None) -> bool:
+    if labels is None and expression.get("key") != NAME_KEY:
+        return True
+    return holds(expression, location, labels or {})

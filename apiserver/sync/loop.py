@@ -449,7 +449,8 @@ class SyncLoop:
             return True  # retried when the location is back (its Ready change re-queues us)
         watch.ensure(info)
         meta = hub["metadata"]
-        desired = child_object(hub, info.api_version, info.kind, location, shares)
+        labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
+        desired = child_object(hub, info.api_version, info.kind, location, shares, labels)
         digest = hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
         current = watch.get(key)
         written = self._written.setdefault(key, {})

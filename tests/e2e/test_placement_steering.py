@@ -189,3 +189,30 @@ def test_a_zone_spread_in_the_template_spreads_evenly_over_zones(
         assert child_pod_spec(kubectl[child], "web", namespace)["topologySpreadConstraints"] == (
             spread
         )
+
+
+def test_a_hub_only_location_term_places_there_and_is_stripped_from_the_child(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    term = {"key": "location.kmc.dev/name", "operator": "In", "values": ["eu-west"]}
+    node_term = {"key": REGION, "operator": "Exists"}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [term, node_term]}]
+            }
+        }
+    }
+    hub.apply(with_pod_spec(deployment("web", 2), affinity=affinity), namespace)
+    assert wait_placement(hub, "deployment", "web", namespace) == {"eu-west": 2}
+    eu = kubectl["eu-west"]
+    wait_pods(eu, namespace, running(2), 120)
+    child = child_pod_spec(eu, "web", namespace)
+    assert "location.kmc.dev/" not in json.dumps(child)
+    assert child["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+        "nodeSelectorTerms": [{"matchExpressions": [node_term]}]
+    }
+    on_hub = hub.json("get", "deployment", "web", "-n", namespace)["spec"]["template"]["spec"]
+    assert on_hub["affinity"] == affinity  # the hub object keeps what its author wrote
