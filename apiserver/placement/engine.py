@@ -114,6 +114,7 @@ class Why(StrEnum):
     NOT_READY = "NotReady"
     COOLING_DOWN = "CoolingDown"
     TEMPLATE = "RuledOutByTemplate"  # the pod template's nodeAffinity, nodeSelector or spread
+    POLICY = "RuledOutByPolicy"  # a PlacementPolicy of the object's namespace
 
 
 # The location cannot take the object at all, however healthy it is.
@@ -698,12 +699,15 @@ def _steered(
     eligible: dict[str, Candidate],
     evacuating: frozenset[str],
     ruled_out: Mapping[str, str],
+    code: Why,
+    every: bool = False,
 ) -> _Verdicts:
-    """The template rules out locations the strategy left eligible; those it rules out anyway
-    keep the strategy's reason (it comes first)."""
+    """Rule out more locations. The template's reason replaces only "eligible" (the
+    strategy's own reasons come first); a policy's replaces every reason (`every`): it is
+    the first thing a user reads, and says nothing of the strategy a policy overrides."""
     changed = tuple(
-        Verdict(v.location, False, ruled_out[v.location], Why.TEMPLATE)
-        if v.eligible and v.location in ruled_out
+        Verdict(v.location, False, ruled_out[v.location], code)
+        if v.location in ruled_out and (every or v.eligible)
         else v
         for v in verdicts
     )
@@ -793,12 +797,15 @@ def decide(
     settings: Settings = Settings(),
     missing_capacity: Mapping[str, int] | None = None,
     limits: Mapping[str, int] | None = None,
+    denied: Mapping[str, str] | None = None,
 ) -> Decision:
     """Place `obj` by `strategy` on `candidates`, given its `current` placement.
 
     `missing_capacity` counts, per location, replicas that stayed unschedulable there past the
     grace period: that location is capped at what actually runs and the rest goes elsewhere.
     `limits` caps locations found short earlier, so their share does not grow back at once.
+    `denied` names the locations an administrator's policy rules out, with the reason
+    (`policy NAME`): they are out whatever the strategy or the template says.
     """
     steer = steering(obj, {c.name: c.labels for c in candidates})
     says_where = _says_where(strategy)
@@ -806,12 +813,16 @@ def decide(
         strategy = _weighted(strategy, steer.preferences)
     snapshot = _snapshot(candidates, strategy, obj)
     verdicts, eligible, evacuating = _verdicts(snapshot, obj, current, now, settings)
+    if denied:
+        verdicts, eligible, evacuating = _steered(
+            verdicts, eligible, evacuating, denied, Why.POLICY, every=True
+        )
     if steer.ruled_out:
         if says_where:
             verdicts = _overridden(verdicts, steer.ruled_out)
         else:
             verdicts, eligible, evacuating = _steered(
-                verdicts, eligible, evacuating, steer.ruled_out
+                verdicts, eligible, evacuating, steer.ruled_out, Why.TEMPLATE
             )
     if not eligible:
         return Decision(dict(sorted(current.items())), verdicts, _no_eligible(verdicts), ())

@@ -33,6 +33,7 @@ from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.placement import engine
 from apiserver.placement.dependencies import follow, pod_spec_of, references
 from apiserver.placement.gates import GatesError, gated_message, placement_gates
+from apiserver.placement.policy import denied
 from apiserver.placement.quantity import parse_quantity
 from apiserver.placement.schemas import SchemaCache
 from apiserver.placement.strategy import Strategy, StrategyError, effective_strategy
@@ -140,6 +141,7 @@ class PlacementLoop:
         cache.subscribe(self._on_object)
         cache.namespaces.subscribe(self._on_namespace)
         cache.locations.subscribe(self._on_location)
+        cache.policies.subscribe(self._on_policy)
 
     # -- wiring -------------------------------------------------------------------------
 
@@ -211,6 +213,11 @@ class PlacementLoop:
             for key in self.cache.list_keys(kind):
                 if self._weighs_room(key):
                     self.queue.add_debounced(key, 1.0)
+
+    async def _on_policy(self, _: str, __: Obj, ___: Obj | None) -> None:
+        """A PlacementPolicy came, changed or went: what it allows may have changed anywhere
+        (its namespace selector too). Policies change rarely; everything is looked at."""
+        self._enqueue_all([k for k in self.cache.kinds if k not in DEPENDENCIES])
 
     def _weighs_room(self, key: Key) -> bool:
         """Can room in a location change this object's placement? Only while it is not placed
@@ -303,6 +310,7 @@ class PlacementLoop:
             engine.Settings(grace=self.settings.grace, cooldown=self.settings.cooldown),
             missing_capacity=missing,
             limits=held,
+            denied=self._denied(key.namespace, candidates),
         )
         self._hold(key, missing, current, decision.placement, now)
         if decision.unplaceable:
@@ -376,11 +384,17 @@ class PlacementLoop:
             read_placement(obj),
             time.time(),
             engine.Settings(grace=self.settings.grace, cooldown=self.settings.cooldown),
+            denied=self._denied(obj["metadata"]["namespace"], candidates),
         )
         weighted = strategy.weights if isinstance(strategy.weights, dict) else {}
         named = {*strategy.pin, *strategy.avoid, *weighted}
         unknown = tuple(sorted(named - {c.name for c in candidates}))
         return Explanation(strategy, source, decision.verdicts, None, unknown)
+
+    def _denied(self, namespace: str, candidates: list[engine.Candidate]) -> dict[str, str]:
+        """Locations the namespace's PlacementPolicies rule out, with `policy NAME`."""
+        policies = self.cache.policies_for(namespace)
+        return denied(policies, {c.name: c.labels for c in candidates}) if policies else {}
 
     def _model(self, raw: Obj) -> Location:
         """The Location as our model, validated once per resourceVersion (every decision
