@@ -118,3 +118,32 @@ def test_a_status_only_change_is_told_apart_from_one_a_loop_acts_on() -> None:
     assert only_status_changed(folded, before)
     assert not only_status_changed(scaled, folded)
     assert not only_status_changed(labelled, folded)
+
+
+async def test_the_policies_of_a_namespace_are_those_that_select_its_labels() -> None:
+    def policy(name: str, version: int, tier: str) -> Obj:
+        return {
+            "metadata": {"name": name, "resourceVersion": str(version)},
+            "spec": {"namespaceSelector": {"matchLabels": {"tier": tier}}, "locations": ["a"]},
+        }
+
+    restricted = {"metadata": {"name": "secure", "labels": {"tier": "restricted"}}}
+    hub = FakeHub(
+        {
+            "/api/v1/namespaces": [restricted, {"metadata": {"name": "open"}}],
+            "/apis/kmc.dev/v1alpha1/placementpolicies": [
+                policy("z-second", 3, "restricted"),
+                policy("a-first", 4, "restricted"),
+                policy("other", 5, "other"),
+            ],
+        }
+    )
+    cache = HubCache(cast(Kube, hub))
+    task = asyncio.create_task(cache.run())
+    try:
+        await cache.wait_synced()
+        assert [p.name for p in cache.policies_for("secure")] == ["a-first", "z-second"]
+        assert cache.policies_for("open") == []
+        assert cache.policies_for("unknown") == []
+    finally:
+        task.cancel()
