@@ -10,13 +10,16 @@ anyone from applying (the `kmc.dev/Placed` condition says what is wrong meanwhil
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
 from apiserver.api.errors import bad_request
+from apiserver.hubcache import HubCache
 from apiserver.keys import HUB_CACHE
 from apiserver.placement.loop import STRATEGY
+from apiserver.placement.policy import denied
 from apiserver.placement.strategy import StrategyError, parse_strategy
 
 PATH = "/admission/strategy"
@@ -35,8 +38,9 @@ async def review(request: web.Request) -> web.Response:
         uid = asked["uid"]
     except (json.JSONDecodeError, KeyError, TypeError):
         raise bad_request("expected an admission.k8s.io/v1 AdmissionReview") from None
-    known = set(request.app[HUB_CACHE].locations.cache)
-    verdict = judge(asked, known)
+    cache = request.app[HUB_CACHE]
+    known = set(cache.locations.cache)
+    verdict = judge(asked, known, _refused_by_policy(cache, asked))
     return web.json_response(
         {
             "apiVersion": "admission.k8s.io/v1",
@@ -46,8 +50,9 @@ async def review(request: web.Request) -> web.Response:
     )
 
 
-def judge(asked: Obj, locations: set[str]) -> Obj:
-    """The `response` of an AdmissionReview, minus its uid."""
+def judge(asked: Obj, locations: set[str], refused: Mapping[str, str] | None = None) -> Obj:
+    """The `response` of an AdmissionReview, minus its uid. `refused`: the locations the
+    object's namespace may not use, with the reason (`policy NAME`)."""
     new = _annotation(asked.get("object"))
     if new is None or new == _annotation(asked.get("oldObject")):
         return {"allowed": True}  # nothing to judge, or a strategy that is already there
@@ -66,7 +71,28 @@ def judge(asked: Obj, locations: set[str]) -> Obj:
             f"{STRATEGY} on {kind} {where}: no location named {', '.join(unknown)} "
             f"(locations: {', '.join(sorted(locations)) or 'none yet'})"
         )
+    pinned = [name for name in strategy.pin if name in (refused or {})]
+    if pinned:
+        why = "; ".join(f"{name}: {(refused or {})[name]}" for name in pinned)
+        return _denied(f"{STRATEGY} on {kind} {where}: pins a location it may not use: {why}")
     return {"allowed": True}
+
+
+def _refused_by_policy(cache: HubCache, asked: Obj) -> dict[str, str]:
+    """Locations the PlacementPolicies of the object's namespace rule out."""
+    namespace = asked.get("namespace") or (
+        ((asked.get("object") or {}).get("metadata") or {}).get("namespace")
+    )
+    if not isinstance(namespace, str) or not namespace:
+        return {}
+    policies = cache.policies_for(namespace)
+    if not policies:
+        return {}
+    labels = {
+        name: location["metadata"].get("labels") or {}
+        for name, location in cache.locations.cache.items()
+    }
+    return denied(policies, labels)
 
 
 def _denied(message: str) -> Obj:

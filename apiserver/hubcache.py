@@ -1,9 +1,9 @@
 """One cache of the hub, shared by every loop and view (client-go's SharedInformerFactory).
 
 One informer per hub resource: every kind of `kinds.BUILTIN`, the kind of every established
-namespaced CRD (its objects are placed when they carry a strategy), Namespaces, Locations
-and CRDs. Objects are handed out as cached and are read-only; whoever must change one copies
-it. Loops subscribe to changes; nobody reaches into another loop for hub objects.
+namespaced CRD (its objects are placed when they carry a strategy), Namespaces, Locations,
+PlacementPolicies and CRDs. Objects are handed out as cached and are read-only; whoever must
+change one copies it. Loops subscribe to changes; nobody reaches into another loop for hub objects.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from apiserver.kinds import BUILTIN, Key, Kind
 from apiserver.kube.client import Kube, Obj
 from apiserver.kube.informer import Informer
 from apiserver.locations import model
+from apiserver.placement import policy
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ class HubCache:
         }
         self.namespaces = Informer(hub, "/api/v1/namespaces")
         self.locations = Informer(hub, model.PATH)
+        self.policies = Informer(hub, policy.PATH)
+        self._policies_read: dict[str, tuple[str, policy.Policy]] = {}  # name -> (version, read)
         self.crds = Informer(hub, CRDS, self._on_crd)
         self._handlers: list[ObjectHandler] = []
         # collection path -> (when asked, the hub's answer): one probe serves every read that
@@ -90,6 +93,20 @@ class HubCache:
         """The hub Namespace, or a bare one while it is not cached."""
         return self.namespaces.cache.get(name) or {"metadata": {"name": name}}
 
+    def policies_for(self, namespace: str) -> list[policy.Policy]:
+        """The PlacementPolicies that select a namespace, by name (each read once per
+        version)."""
+        labels = self.namespace(namespace)["metadata"].get("labels") or {}
+        read = []
+        for raw in self.policies.items():
+            meta = raw["metadata"]
+            version = str(meta.get("resourceVersion", ""))
+            known = self._policies_read.get(meta["name"])
+            if known is None or known[0] != version:
+                known = self._policies_read[meta["name"]] = (version, policy.read_policy(raw))
+            read.append(known[1])
+        return policy.applying(read, labels)
+
     async def observe(self, kind: str, obj: Obj) -> None:
         """Our own write's answer, taken as if the watch brought it (see Informer.observe)."""
         informer = self.objects.get(kind)
@@ -130,11 +147,18 @@ class HubCache:
     @property
     def synced(self) -> bool:
         return all(
-            i.synced.is_set() for i in (*self.objects.values(), self.namespaces, self.locations)
+            i.synced.is_set()
+            for i in (*self.objects.values(), self.namespaces, self.locations, self.policies)
         )
 
     async def wait_synced(self) -> None:
-        for informer in (*list(self.objects.values()), self.namespaces, self.locations, self.crds):
+        for informer in (
+            *list(self.objects.values()),
+            self.namespaces,
+            self.locations,
+            self.policies,
+            self.crds,
+        ):
             await informer.synced.wait()
 
     def count_objects(self) -> None:
@@ -148,7 +172,13 @@ class HubCache:
     async def run(self) -> None:
         tasks = [
             asyncio.create_task(i.run(), name=f"hub {i.path}")
-            for i in (*self.objects.values(), self.namespaces, self.locations, self.crds)
+            for i in (
+                *self.objects.values(),
+                self.namespaces,
+                self.locations,
+                self.policies,
+                self.crds,
+            )
         ]
         try:
             await asyncio.gather(*tasks)

@@ -72,6 +72,11 @@ _STRATEGY_DOCS: dict[str, dict[str, str]] = {
         ),
         "pin": "Only these locations may be used.",
         "avoid": "These locations are never used.",
+        "movable": (
+            "false: once placed the object is not moved by spill-over into new locations, "
+            "rebalancing or missing capacity; only a lost or incompatible location, or a pin "
+            "(kubectl mc move) moves it. For StatefulSets whose volumes stay where they are."
+        ),
     },
     "LabelSelector": {
         "matchLabels": "Labels a location must carry, each with exactly this value.",

@@ -46,7 +46,10 @@ _KEPT_METADATA = (
 COLUMNS = (
     Column("Name", format="name", description="Name of the hub object."),
     Column("Strategy", description="The strategy in force, and where it comes from if inherited."),
-    Column("Locations", description="Replicas per location, as placed."),
+    Column(
+        "Locations",
+        description="Replicas per location, as placed; <gated> while placement gates hold it.",
+    ),
     Column("Ready", description="Ready pods over the pods asked for, summed over locations."),
     Column("Age", description="Time since the hub object was created."),
     Column("Placed", priority=1, description="The kmc.dev/Placed condition's reason."),
@@ -107,13 +110,16 @@ def cells(obj: Obj, now: Any, strategy_error: str | None = None) -> list[Any]:
         name if share is None else f"{name}={share}" for name, share in sorted(placement.items())
     )
     conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    placed = (conditions.get("kmc.dev/Placed") or {}).get("reason", "")
+    if not where:  # held by placement gates, or not placed (yet)
+        where = "<gated>" if placed == "Gated" else "<none>"
     return [
         obj["metadata"]["name"],
         shown,
-        where or "<none>",
+        where,
         _ready(obj),
         age(obj["metadata"].get("creationTimestamp"), now),
-        (conditions.get("kmc.dev/Placed") or {}).get("reason", ""),
+        placed,
         (conditions.get("kmc.dev/Synced") or {}).get("reason", ""),
     ]
 

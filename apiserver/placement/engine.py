@@ -32,6 +32,7 @@ from typing import Any, NamedTuple, Protocol
 from apiserver.placement.apportion import apportion
 from apiserver.placement.selector import matches, tolerated
 from apiserver.placement.strategy import Strategy
+from apiserver.placement.template import NOTHING, Steering, steering
 
 REPLICA_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
 Placement = dict[str, int | None]
@@ -112,6 +113,8 @@ class Why(StrEnum):
     FIELD_MISSING = "FieldNotInSchema"
     NOT_READY = "NotReady"
     COOLING_DOWN = "CoolingDown"
+    TEMPLATE = "RuledOutByTemplate"  # the pod template's nodeAffinity, nodeSelector or spread
+    POLICY = "RuledOutByPolicy"  # a PlacementPolicy of the object's namespace
 
 
 # The location cannot take the object at all, however healthy it is.
@@ -450,6 +453,7 @@ class _Context:
     missing: Mapping[str, int]
     limits: Mapping[str, int]
     snapshot: _Snapshot
+    steering: Steering = NOTHING
 
     def weight(self, name: str) -> int:
         return self.snapshot.weights[name]
@@ -536,7 +540,8 @@ def _split(ctx: _Context, names: Sequence[str]) -> _Outcome:
     ready = [name for name in names if name not in ctx.evacuating] if ctx.evacuating else names
     fixed = _keep_evacuating(ctx, names) if ready and ctx.evacuating else {}
     pool = ready or list(names)
-    shares, unplaced = _divide(ctx, ctx.total - sum(fixed.values()), pool)
+    divide = _divide_by_domain if ctx.steering.spread_key else _divide
+    shares, unplaced = divide(ctx, ctx.total - sum(fixed.values()), pool)
     if fixed:
         shares = dict(sorted({**shares, **fixed}.items()))
     # Only where it runs, or ran before (a share scaled to zero keeps its copy there).
@@ -587,6 +592,24 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
     for name, extra in back.shares.items():
         shares[name] += extra
     return shares, back.unplaced
+
+
+def _divide_by_domain(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, int], int]:
+    """A template's topologySpreadConstraint over locations: the replicas are divided evenly
+    between the values of its key (a skew of at most 1, within any maxSkew), and each value's
+    share between its locations by weight."""
+    groups: dict[str, list[str]] = {}
+    for name in pool:
+        groups.setdefault(ctx.steering.domains[name], []).append(name)
+    held = {value: sum(ctx.held(name) for name in names) for value, names in groups.items()}
+    per_value = apportion(total, dict.fromkeys(groups, 1), current=held).shares
+    shares: dict[str, int] = {}
+    unplaced = 0
+    for value, names in sorted(groups.items()):
+        part, left = _divide(ctx, per_value[value], names)
+        shares.update(part)
+        unplaced += left
+    return dict(sorted(shares.items())), unplaced
 
 
 def _unplaced_message(ctx: _Context, unplaced: int) -> str | None:
@@ -666,6 +689,96 @@ def _why_new(
     return ": new eligible location"
 
 
+def _says_where(strategy: Strategy) -> bool:
+    """A strategy that names locations (selector, pin, avoid) wins over the pod template."""
+    return strategy.location_selector is not None or bool(strategy.pin or strategy.avoid)
+
+
+def _steered(
+    verdicts: tuple[Verdict, ...],
+    eligible: dict[str, Candidate],
+    evacuating: frozenset[str],
+    ruled_out: Mapping[str, str],
+    code: Why,
+    every: bool = False,
+) -> _Verdicts:
+    """Rule out more locations. The template's reason replaces only "eligible" (the
+    strategy's own reasons come first); a policy's replaces every reason (`every`): it is
+    the first thing a user reads, and says nothing of the strategy a policy overrides."""
+    changed = tuple(
+        Verdict(v.location, False, ruled_out[v.location], code)
+        if v.location in ruled_out and (every or v.eligible)
+        else v
+        for v in verdicts
+    )
+    kept = {name: c for name, c in eligible.items() if name not in ruled_out}
+    return _Verdicts(changed, kept, frozenset(evacuating - set(ruled_out)))
+
+
+def _overridden(verdicts: tuple[Verdict, ...], ruled_out: Mapping[str, str]) -> tuple[Verdict, ...]:
+    """The strategy says where: a location the template alone would rule out stays eligible,
+    and its verdict says what was overridden."""
+    return tuple(
+        Verdict(
+            v.location, True, f"eligible (the strategy wins over {ruled_out[v.location]})", v.code
+        )
+        if v.code is Why.ELIGIBLE and v.location in ruled_out
+        else v
+        for v in verdicts
+    )
+
+
+# Strategies with a template's preferred terms for weights, by (strategy, weights): the same
+# object for the same inputs, so the engine's snapshots (remembered per strategy object) keep
+# working. Bounded like the snapshots; each entry holds its strategy, so its id stays its own.
+_WEIGHTED: dict[tuple[int, tuple[tuple[str, int], ...]], tuple[Strategy, Strategy]] = {}
+_WEIGHTED_KEPT = 256
+
+
+def _weighted(strategy: Strategy, preferences: Mapping[str, int]) -> Strategy:
+    """The strategy weighing locations by the template's preferred terms (0: matches none)."""
+    items = tuple(sorted(preferences.items()))
+    key = (id(strategy), items)
+    known = _WEIGHTED.get(key)
+    if known is None:
+        derived = strategy.model_copy(update={"weights": dict(items)})
+        with _SNAPSHOTS_LOCK:
+            while len(_WEIGHTED) >= _WEIGHTED_KEPT:
+                del _WEIGHTED[next(iter(_WEIGHTED))]
+            _WEIGHTED[key] = known = (strategy, derived)
+    return known[1]
+
+
+def _staying(
+    strategy: Strategy, eligible: Mapping[str, Candidate], current: Mapping[str, int | None]
+) -> dict[str, Candidate]:
+    """Where an immovable object may be: its eligible locations, and those a pin names (a
+    pin is how `kubectl mc move` says where it goes). Empty when it lost them all: it is
+    then placed anew, as a lost location's share moves anyway."""
+    return {
+        name: candidate
+        for name, candidate in eligible.items()
+        if name in current or name in strategy.pin
+    }
+
+
+def _unmoved(
+    strategy: Strategy,
+    staying: Mapping[str, Candidate],
+    current: Mapping[str, int | None],
+    total: int | None,
+) -> bool:
+    """Does an immovable object keep its placement exactly? Yes while it is in every location
+    it may use and, when divided, its size has not changed: no rebalancing between them."""
+    if set(staying) != set(current):
+        return False
+    if total is None:
+        return True
+    if strategy.type == "Split":
+        return sum(share or 0 for share in current.values()) == total
+    return all(share == total for share in current.values())
+
+
 def _no_eligible(verdicts: Sequence[Verdict]) -> str:
     if not verdicts:
         return "no eligible location: there are no locations"
@@ -684,27 +797,55 @@ def decide(
     settings: Settings = Settings(),
     missing_capacity: Mapping[str, int] | None = None,
     limits: Mapping[str, int] | None = None,
+    denied: Mapping[str, str] | None = None,
 ) -> Decision:
     """Place `obj` by `strategy` on `candidates`, given its `current` placement.
 
     `missing_capacity` counts, per location, replicas that stayed unschedulable there past the
     grace period: that location is capped at what actually runs and the rest goes elsewhere.
     `limits` caps locations found short earlier, so their share does not grow back at once.
+    `denied` names the locations an administrator's policy rules out, with the reason
+    (`policy NAME`): they are out whatever the strategy or the template says.
     """
+    steer = steering(obj, {c.name: c.labels for c in candidates})
+    says_where = _says_where(strategy)
+    if not says_where and steer.preferences is not None and strategy.weights is None:
+        strategy = _weighted(strategy, steer.preferences)
     snapshot = _snapshot(candidates, strategy, obj)
     verdicts, eligible, evacuating = _verdicts(snapshot, obj, current, now, settings)
+    if denied:
+        verdicts, eligible, evacuating = _steered(
+            verdicts, eligible, evacuating, denied, Why.POLICY, every=True
+        )
+    if steer.ruled_out:
+        if says_where:
+            verdicts = _overridden(verdicts, steer.ruled_out)
+        else:
+            verdicts, eligible, evacuating = _steered(
+                verdicts, eligible, evacuating, steer.ruled_out, Why.TEMPLATE
+            )
     if not eligible:
         return Decision(dict(sorted(current.items())), verdicts, _no_eligible(verdicts), ())
+    total = total_replicas(obj)
+    if not strategy.movable and current:
+        staying = _staying(strategy, eligible, current)
+        if staying:
+            if _unmoved(strategy, staying, current, total):
+                return Decision(dict(sorted(current.items())), verdicts, None, ())
+            # Scaled, or a location lost or pinned: divided among these only, and what is
+            # short of room stays pending where it is.
+            eligible, missing_capacity, limits = staying, None, None
     ctx = _Context(
         obj=obj,
         strategy=strategy,
         locations=eligible,
         current={name: value for name, value in current.items() if name in eligible},
         evacuating=evacuating,
-        total=total_replicas(obj),
+        total=total,
         missing=dict(missing_capacity or {}),
         limits=dict(limits or {}),
         snapshot=snapshot,
+        steering=NOTHING if says_where else steer,
     )
     placement, problem = _place(ctx)
     if placement is None:

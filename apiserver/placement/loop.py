@@ -32,6 +32,8 @@ from apiserver.locations.model import Location
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.placement import engine
 from apiserver.placement.dependencies import follow, pod_spec_of, references
+from apiserver.placement.gates import GatesError, gated_message, placement_gates
+from apiserver.placement.policy import denied
 from apiserver.placement.quantity import parse_quantity
 from apiserver.placement.schemas import SchemaCache
 from apiserver.placement.strategy import Strategy, StrategyError, effective_strategy
@@ -139,6 +141,7 @@ class PlacementLoop:
         cache.subscribe(self._on_object)
         cache.namespaces.subscribe(self._on_namespace)
         cache.locations.subscribe(self._on_location)
+        cache.policies.subscribe(self._on_policy)
 
     # -- wiring -------------------------------------------------------------------------
 
@@ -211,6 +214,11 @@ class PlacementLoop:
                 if self._weighs_room(key):
                     self.queue.add_debounced(key, 1.0)
 
+    async def _on_policy(self, _: str, __: Obj, ___: Obj | None) -> None:
+        """A PlacementPolicy came, changed or went: what it allows may have changed anywhere
+        (its namespace selector too). Policies change rarely; everything is looked at."""
+        self._enqueue_all([k for k in self.cache.kinds if k not in DEPENDENCIES])
+
     def _weighs_room(self, key: Key) -> bool:
         """Can room in a location change this object's placement? Only while it is not placed
         yet (a Single picks the roomiest) or when its strategy weighs by capacity."""
@@ -269,6 +277,18 @@ class PlacementLoop:
             and STRATEGY not in annotations
         ):
             return  # other kinds are placed only when asked to
+        current = read_placement(obj)
+        if not current:
+            try:
+                gates = placement_gates(annotations, f"{info.plural} {key.namespace}/{key.name}")
+            except GatesError as err:
+                await self._condition(
+                    info, key, obj, "False", "InvalidPlacementGates", str(err), warn=True
+                )
+                return
+            if gates:  # held before its first placement; removing the last gate re-queues it
+                await self._condition(info, key, obj, "False", "Gated", gated_message(gates))
+                return
         try:
             strategy, _ = self._strategy(info, obj, ns)
         except StrategyError as err:
@@ -276,7 +296,6 @@ class PlacementLoop:
             return
         now = time.time()
         candidates = [await self._candidate(loc, obj) for loc in self.cache.locations.items()]
-        current = read_placement(obj)
         held = {n: share for n, (share, until) in self._held.get(key, {}).items() if until > now}
         missing = self._missing(key, obj, candidates, now) if key.kind in WORKLOADS else {}
         # A held location already lost its stuck replicas; they linger until the child
@@ -291,6 +310,7 @@ class PlacementLoop:
             engine.Settings(grace=self.settings.grace, cooldown=self.settings.cooldown),
             missing_capacity=missing,
             limits=held,
+            denied=self._denied(key.namespace, candidates),
         )
         self._hold(key, missing, current, decision.placement, now)
         if decision.unplaceable:
@@ -364,11 +384,17 @@ class PlacementLoop:
             read_placement(obj),
             time.time(),
             engine.Settings(grace=self.settings.grace, cooldown=self.settings.cooldown),
+            denied=self._denied(obj["metadata"]["namespace"], candidates),
         )
         weighted = strategy.weights if isinstance(strategy.weights, dict) else {}
         named = {*strategy.pin, *strategy.avoid, *weighted}
         unknown = tuple(sorted(named - {c.name for c in candidates}))
         return Explanation(strategy, source, decision.verdicts, None, unknown)
+
+    def _denied(self, namespace: str, candidates: list[engine.Candidate]) -> dict[str, str]:
+        """Locations the namespace's PlacementPolicies rule out, with `policy NAME`."""
+        policies = self.cache.policies_for(namespace)
+        return denied(policies, {c.name: c.labels for c in candidates}) if policies else {}
 
     def _model(self, raw: Obj) -> Location:
         """The Location as our model, validated once per resourceVersion (every decision

@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StrictBool,
     StrictInt,
     StrictStr,
     Tag,
@@ -165,6 +166,9 @@ class Strategy(_Model):
     max_per_location: Positive | None = None
     pin: tuple[LocationName, ...] = ()
     avoid: tuple[LocationName, ...] = ()
+    # False: once placed, only a lost or incompatible location, or a strategy that says where
+    # (a pin), moves it; never spill-over, rebalancing or missing capacity.
+    movable: StrictBool = True
 
     @field_validator("weights")
     @classmethod
@@ -260,6 +264,7 @@ _KINDS_OF_VALUE = {
     "model_attributes_type": "an object",
     "list_type": "a list",
     "tuple_type": "a list",
+    "bool_type": "a boolean",
 }
 
 

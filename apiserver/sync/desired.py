@@ -17,8 +17,11 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from apiserver.placement.dependencies import pod_spec_of
 from apiserver.placement.engine import REPLICA_KINDS, split_job
+from apiserver.placement.policy import Constraints, constrain
 from apiserver.placement.quota import divide_quota
+from apiserver.placement.template import strip_hub_only
 from apiserver.remote import kinds as remote
 
 ORIGIN_LABEL = "kmc.dev/origin-uid"
@@ -55,11 +58,15 @@ def child_object(
     kind: str,
     location: str,
     placement: Mapping[str, int | None],
+    location_labels: Mapping[str, str] | None = None,
+    added: Constraints | None = None,
 ) -> dict[str, Any]:
     """The object to apply into `location` for `hub`, given the (interim) `placement`.
 
     `placement` must name `location`; its value is that location's share (None: a kind copied
-    whole). The result is a new dict: `hub` is never modified.
+    whole). The pod template loses its hub-only `location.kmc.dev/` terms, read against the
+    Location's labels, and gains what the namespace's PlacementPolicies `added`. The result
+    is a new dict: `hub` is never modified.
     """
     if location not in placement:
         raise ValueError(f"location {location!r} is not in the placement {dict(placement)}")
@@ -78,6 +85,11 @@ def child_object(
     share = _SHARES.get(kind)
     if share is not None:
         share(child, location, placement)
+    pod_spec = pod_spec_of(child)
+    if isinstance(pod_spec, dict):
+        strip_hub_only(pod_spec, location, location_labels)
+        if added:
+            constrain(pod_spec, added)
     return child
 
 

@@ -41,6 +41,7 @@ from apiserver.placement.loop import (
     read_placement,
     status_body,
 )
+from apiserver.placement.policy import constraints
 from apiserver.sync.desired import (
     ORIGIN_LABEL,
     child_object,
@@ -171,7 +172,13 @@ class SyncLoop:
         cache.subscribe(self._on_hub_object)
         cache.namespaces.subscribe(self._on_hub_namespace)
         cache.locations.subscribe(self._on_location)
+        cache.policies.subscribe(self._on_policy)
         placement.deciders.append(self.take)
+
+    async def _on_policy(self, _: str, __: Obj, ___: Obj | None) -> None:
+        """A PlacementPolicy's constraints on child objects may have changed: apply again
+        (an unchanged child is skipped)."""
+        self._enqueue_all()
 
     def take(self, key: Key, replaced: str, placement: dict[str, int | None] | None) -> None:
         """The placement loop decided `placement` in place of the `replaced` annotation: act on
@@ -275,9 +282,17 @@ class SyncLoop:
             self._ready_seen[name] = ready
             self._enqueue_all()
 
-    async def _on_hub_namespace(self, event: str, ns: Obj, _: Obj | None) -> None:
+    async def _on_hub_namespace(self, event: str, ns: Obj, old: Obj | None) -> None:
         if event == "DELETED":
             self.queue.add(Key(NAMESPACE, "", ns["metadata"]["name"]))
+        elif (
+            self.cache.policies.cache
+            and old is not None
+            and ns["metadata"].get("labels") != old["metadata"].get("labels")
+        ):
+            # Which PlacementPolicies select it, and so what its children carry, may change.
+            for key in self.cache.list_keys(namespace=ns["metadata"]["name"]):
+                self.queue.add(key)
 
     def locations_of(
         self,
@@ -463,7 +478,9 @@ class SyncLoop:
             return True  # retried when the location is back (its Ready change re-queues us)
         watch.ensure(info)
         meta = hub["metadata"]
-        desired = child_object(hub, info.api_version, info.kind, location, shares)
+        labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
+        added = constraints(self.cache.policies_for(meta["namespace"]))
+        desired = child_object(hub, info.api_version, info.kind, location, shares, labels, added)
         digest = hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
         current = watch.get(key)
         written = self._written.setdefault(key, {})

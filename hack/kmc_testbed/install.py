@@ -42,7 +42,13 @@ def kubectl(
 def install(state: bed.State, log: bed.Log) -> None:
     files = [a for m in MANIFESTS for a in ("-f", str(config.REPO_ROOT / m))]
     kubectl("apply", "--server-side", "--field-manager=kmc-testbed", *files)
-    kubectl("wait", "--for=condition=Established", "crd/locations.kmc.dev", "--timeout=60s")
+    kubectl(
+        "wait",
+        "--for=condition=Established",
+        "crd/locations.kmc.dev",
+        "crd/placementpolicies.kmc.dev",
+        "--timeout=60s",
+    )
     if state.kmc_port is None:
         state.kmc_port = bed.free_ports(1)[0]
         bed.save(state)

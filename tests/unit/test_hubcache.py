@@ -187,3 +187,32 @@ async def test_reads_that_arrive_together_share_one_probe() -> None:
         # A read that comes after a probe was sent needs a probe of its own.
         await cache.fresh("Deployment", settle=0.05, timeout=5.0)
         assert hub.probes - before == 2
+
+
+async def test_the_policies_of_a_namespace_are_those_that_select_its_labels() -> None:
+    def policy(name: str, version: int, tier: str) -> Obj:
+        return {
+            "metadata": {"name": name, "resourceVersion": str(version)},
+            "spec": {"namespaceSelector": {"matchLabels": {"tier": tier}}, "locations": ["a"]},
+        }
+
+    restricted = {"metadata": {"name": "secure", "labels": {"tier": "restricted"}}}
+    hub = FakeHub(
+        {
+            "/api/v1/namespaces": [restricted, {"metadata": {"name": "open"}}],
+            "/apis/kmc.dev/v1alpha1/placementpolicies": [
+                policy("z-second", 3, "restricted"),
+                policy("a-first", 4, "restricted"),
+                policy("other", 5, "other"),
+            ],
+        }
+    )
+    cache = HubCache(cast(Kube, hub))
+    task = asyncio.create_task(cache.run())
+    try:
+        await cache.wait_synced()
+        assert [p.name for p in cache.policies_for("secure")] == ["a-first", "z-second"]
+        assert cache.policies_for("open") == []
+        assert cache.policies_for("unknown") == []
+    finally:
+        task.cancel()
