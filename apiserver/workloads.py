@@ -20,7 +20,13 @@ from aiohttp import web
 from apiserver import metrics
 from apiserver.api import errors, paging, selectors, table
 from apiserver.api.guard import info_of
-from apiserver.api.respond import WatchStream, json_response, object_list, table_of
+from apiserver.api.respond import (
+    WatchStream,
+    json_response,
+    object_list,
+    stream_list,
+    table_of,
+)
 from apiserver.hubcache import HubCache
 from apiserver.keys import HUB, HUB_CACHE, OPTIONS, PLACEMENT, READS, SYNC, VIEW_ROWS
 from apiserver.kinds import WORKLOADS, Key, Kind
@@ -112,7 +118,7 @@ async def _list(
     wanted: table.Wanted,
     labels: selectors.LabelSelectorQuery,
     fields: selectors.FieldSelectorQuery,
-) -> web.Response:
+) -> web.StreamResponse:
     query = request.query
     limit = paging.limit_of(query)
     cache: HubCache = request.app[HUB_CACHE]
@@ -135,13 +141,14 @@ async def _list(
     if wanted.format == "table":
         now = datetime.now(UTC)
         include = table.include_object(query)
-        printed = [(row.cells_now(now), row.view) for row in served]
-        tbl = table_of(
-            wanted, COLUMNS, printed, include, resource_version=version, cont=cont, left=left
+        head = table_of(
+            wanted, COLUMNS, [], include, resource_version=version, cont=cont, left=left
         )
-        return json_response(tbl)
-    items = [row.view for row in served]
-    return json_response(object_list(f"{kind.kind}List", API_VERSION, items, version, cont, left))
+        rows_version = wanted.version or "v1"
+        printed = (table.row(row.cells_now(now), row.view, include, rows_version) for row in served)
+        return await stream_list(request, head, "rows", printed)
+    head = object_list(f"{kind.kind}List", API_VERSION, [], version, cont, left)
+    return await stream_list(request, head, "items", (row.view for row in served))
 
 
 async def _cache_serves(request: web.Request, kind: Kind, query: Mapping[str, str]) -> bool:

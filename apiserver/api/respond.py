@@ -7,7 +7,7 @@ written one way for both API groups.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -28,6 +28,38 @@ def json_response(
         content_type="application/json",
         headers=headers,
     )
+
+
+_BATCH = 500  # items encoded and written at a time
+
+
+async def stream_list(
+    request: web.Request,
+    head: Obj,
+    field: str,
+    items: Iterable[Any],
+    encode: Callable[[Any], bytes] = msgspec.json.encode,
+    headers: CIMultiDict[str] | None = None,
+) -> web.StreamResponse:
+    """A list or Table written as it is encoded: `head` with its `field` array (items, rows)
+    filled a batch at a time, so a big list is never held whole, encoded, in memory."""
+    response = web.StreamResponse(headers=headers)
+    response.content_type = "application/json"
+    await response.prepare(request)
+    opened = msgspec.json.encode({k: v for k, v in head.items() if k != field})
+    await response.write(opened[:-1] + b',"' + field.encode() + b'":[')
+    batch: list[bytes] = []
+    first = True
+    for item in items:
+        batch.append(encode(item))
+        if len(batch) == _BATCH:
+            await response.write((b"" if first else b",") + b",".join(batch))
+            batch, first = [], False
+    if batch:
+        await response.write((b"" if first else b",") + b",".join(batch))
+    await response.write(b"]}")
+    await response.write_eof()
+    return response
 
 
 def object_list(

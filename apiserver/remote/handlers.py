@@ -24,7 +24,7 @@ from apiserver import metrics
 from apiserver.api import errors, paging, selectors, table
 from apiserver.api.authz import Decision, denial_status
 from apiserver.api.guard import info_of, user_of
-from apiserver.api.respond import WatchStream, json_response, object_list
+from apiserver.api.respond import WatchStream, json_response, object_list, stream_list
 from apiserver.keys import CHILD_AUTHZ, FLEET, LOCATIONS, OPTIONS, READS, REMOTE_CACHES
 from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
@@ -36,7 +36,6 @@ from apiserver.remote.cache import (
     Gone,
     TableCache,
     attributes,
-    encoded_list,
     table_head,
 )
 from apiserver.remote.fanout import (
@@ -137,7 +136,9 @@ async def collection(request: web.Request) -> web.StreamResponse:
     return await _list(request, kind, namespace)
 
 
-async def _list(request: web.Request, kind: RemoteKind, namespace: str | None) -> web.Response:
+async def _list(
+    request: web.Request, kind: RemoteKind, namespace: str | None
+) -> web.StreamResponse:
     asked = _ask(request)
     limit = paging.limit_of(request.query)
     cont = request.query.get("continue")
@@ -265,7 +266,7 @@ async def _from_caches(
     asked: _Ask,
     limit: int | None,
     cont: str | None,
-) -> web.Response | None:
+) -> web.StreamResponse | None:
     """The list from the children's watch caches (see `_cached`), or None."""
     cached = await _cached(request, kind, namespace, asked, "list")
     if cached is None:
@@ -288,18 +289,19 @@ async def _from_caches(
         metadata["continue"] = next_token
     if left is not None:
         metadata["remainingItemCount"] = left
+    headers = warning_headers(cached.warnings)
     if asked.wanted.format == "table":
-        head = table_head(_table_version(asked.wanted), metadata, _columns(columns))
-        rows = encoded_list([made.row(asked.include) for _, made in served])
-        body = head + rows + b"}"
-    else:
-        head = msgspec.json.encode(
-            {"kind": f"{kind.kind}List", "apiVersion": API_VERSION, "metadata": metadata}
-        )
-        body = head[:-1] + b',"items":' + encoded_list([made.item for _, made in served]) + b"}"
-    return web.Response(
-        body=body, content_type="application/json", headers=warning_headers(cached.warnings)
-    )
+        head: Obj = {
+            "kind": "Table",
+            "apiVersion": _table_version(asked.wanted),
+            "metadata": metadata,
+            "columnDefinitions": msgspec.Raw(_columns(columns)),
+        }
+        rows = (made.row(asked.include) for _, made in served)
+        return await stream_list(request, head, "rows", rows, bytes, headers)
+    head = {"kind": f"{kind.kind}List", "apiVersion": API_VERSION, "metadata": metadata}
+    items = (made.item for _, made in served)
+    return await stream_list(request, head, "items", items, bytes, headers)
 
 
 def _table_version(wanted: table.Wanted) -> str:

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import make_mocked_request
+from aiohttp.test_utils import TestClient, TestServer
 
 from apiserver.api import paging
 from apiserver.api.authn import UserInfo
@@ -91,34 +91,33 @@ class Options:
     remote_timeout = 3.0
 
 
-def request(query: str, accept: str) -> tuple[web.Request, Authz]:
-    app = web.Application()
-    authz = Authz()
-    app[REMOTE_CACHES] = cast(RemoteCaches, Caches())
-    app[CHILD_AUTHZ] = cast(ChildAuthorizers, authz)
-    app[LOCATIONS] = cast(Any, Locations())
-    app[FLEET] = cast(Any, Fleet())
-    app[OPTIONS] = cast(Any, Options())
-    req = make_mocked_request(
-        "GET",
-        f"/apis/remote.kmc.dev/v1alpha1/namespaces/demo/pods?{query}",
-        headers={"Accept": accept},
-        app=app,
-    )
-    req["kmc.user"] = UserInfo("alice", groups=("system:authenticated",))
-    return req, authz
-
-
 def served(query: str, accept: str) -> tuple[Obj, list[str], Authz]:
-    req, authz = request(query, accept)
-    asked = handlers._ask(req)
-    answer = asyncio.run(
-        handlers._from_caches(
-            req, PODS, "demo", asked, paging.limit_of(req.query), req.query.get("continue")
-        )
-    )
-    assert answer is not None and answer.body is not None
-    return json.loads(cast(bytes, answer.body)), answer.headers.getall("Warning", []), authz
+    """Serve one list from the caches through a real aiohttp server, as `alice`."""
+    authz = Authz()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        request["kmc.user"] = UserInfo("alice", groups=("system:authenticated",))
+        asked = handlers._ask(request)
+        limit, cont = paging.limit_of(request.query), request.query.get("continue")
+        answer = await handlers._from_caches(request, PODS, "demo", asked, limit, cont)
+        assert answer is not None
+        return answer
+
+    async def ask() -> tuple[Obj, list[str]]:
+        app = web.Application()
+        app[REMOTE_CACHES] = cast(RemoteCaches, Caches())
+        app[CHILD_AUTHZ] = cast(ChildAuthorizers, authz)
+        app[LOCATIONS] = cast(Any, Locations())
+        app[FLEET] = cast(Any, Fleet())
+        app[OPTIONS] = cast(Any, Options())
+        app.router.add_get("/pods", handler)
+        async with TestClient(TestServer(app)) as client:
+            response = await client.get(f"/pods?{query}", headers={"Accept": accept})
+            assert response.status == 200
+            return await response.json(), response.headers.getall("Warning", [])
+
+    body, warnings = asyncio.run(ask())
+    return body, warnings, authz
 
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
