@@ -147,8 +147,8 @@ async def test_a_cache_nobody_reads_is_stopped() -> None:
     assert caches.get("us-east", cast(Kube, child), PODS) is cache  # one per pair
     janitor = asyncio.create_task(caches.run())
     try:
-        await until(lambda: len(caches) == 0)
-        assert cache.task is not None and cache.task.done()
+        assert cache.task is not None
+        await until(lambda: len(caches) == 0 and cache.task is not None and cache.task.done())
     finally:
         janitor.cancel()
 
