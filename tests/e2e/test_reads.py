@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from typing import Any
 
@@ -125,7 +127,9 @@ def _pod_everywhere(hub: Kubectl, namespace: str) -> None:
     )
 
 
-def _rbac(name: str, user: str, group: str, resource: str, scope: str = "") -> list[Any]:
+def _rbac(
+    name: str, user: str, group: str, resource: str, scope: str = "", kind: str = "User"
+) -> list[Any]:
     role = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
@@ -139,7 +143,7 @@ def _rbac(name: str, user: str, group: str, resource: str, scope: str = "") -> l
         "kind": "RoleBinding" if scope else "ClusterRoleBinding",
         "metadata": {"name": name, **({"namespace": scope} if scope else {})},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": user}],
     }
     return [role, binding]
 
@@ -272,3 +276,45 @@ def test_a_watch_resumes_from_the_lists_version_and_an_old_one_is_gone(
     assert not added & listed, "the watch replayed objects the list had"
     assert len(added - listed) >= 3
     assert code == 410
+
+
+def test_a_child_that_cannot_review_the_caller_is_left_out_not_served_from_cache(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """us-east's apiserver is paused: it answers nothing, reviews included. A caller it has
+    not reviewed yet gets the others' rows and a Warning naming us-east, never us-east's rows
+    from the cache (which still holds them). Whether the review times out first or the probes
+    find us-east not Ready first, the list leaves it out."""
+    hub = kubectl["hub"]
+    group = f"readers-{namespace}"
+    hub.apply(deployment("web", 3), namespace)
+    _pod_everywhere(hub, namespace)
+    granted = _rbac(namespace, group, "remote.kmc.dev", "pods", kind="Group")
+    for obj in granted:
+        hub.apply(obj)
+    state = bed.load()  # now: earlier tests may have restarted us-east
+    assert state is not None
+    pid = state.pids["us-east-apiserver"]
+    try:
+        for name in CHILDREN:
+            for obj in _rbac(namespace, group, "", "pods", scope=namespace, kind="Group"):
+                kubectl[name].apply(obj)
+        first = ("--as", f"first-{namespace}", "--as-group", group)
+        wait_for(
+            "a reader to see every location",
+            lambda: _remote_rows(hub, namespace, *first)[0] == set(CHILDREN),
+            60,
+        )
+        os.kill(pid, signal.SIGSTOP)
+        started = time.monotonic()
+        seen, warned = _remote_rows(hub, namespace, "--as", f"new-{namespace}", "--as-group", group)
+        took = time.monotonic() - started
+        assert seen == set(CHILDREN) - {"us-east"}
+        assert "location us-east left out" in warned
+        assert took < 30, f"the list took {took:.0f}s"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        for obj in granted:
+            hub.run("delete", obj["kind"].lower(), obj["metadata"]["name"], "--ignore-not-found")
+        for name in CHILDREN:
+            kubectl[name].run("delete", "clusterrole", namespace, "--ignore-not-found")
