@@ -18,7 +18,7 @@ import yaml
 
 from kmc_testbed import bed, config
 
-MANIFESTS = ("manifests/crds", "manifests/namespace.yaml")
+MANIFESTS = ("manifests/crds", "manifests/namespace.yaml", "manifests/roles.yaml")
 
 
 def kubectl(

@@ -19,7 +19,8 @@ from apiserver import certs
 from kmc_testbed import bed
 
 from .conftest import Kubectl
-from .test_aggregated import running
+from .test_aggregated import rows, running
+from .test_locations import wait_until as wait_for
 from .test_testbed import deployment
 
 # (verb, resource, subresource, name): every resource and sub-resource kind the groups serve.
@@ -204,3 +205,57 @@ def test_an_expiring_serving_certificate_is_renewed_without_a_restart(
     state = bed.load()
     assert state is not None and state.pids[bed.KMC] == pid  # renewed in place
     kubectl["hub"].run("get", "pods.remote.kmc.dev", "-n", "default")  # the hub still trusts it
+
+
+def test_the_built_in_view_and_edit_roles_cover_kubectl_mc(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """A service account bound only to the built-in `view` ClusterRole reads the views, their
+    sub-resources and the children's pods; it may not change a strategy; with `edit` it may."""
+    hub = kubectl["hub"]
+    hub.apply(deployment("web", 3), namespace)
+    running(hub, namespace, 3)
+    hub.run("create", "serviceaccount", "viewer", "-n", namespace)
+    hub.run(
+        "create",
+        "rolebinding",
+        "viewer",
+        "-n",
+        namespace,
+        "--clusterrole=view",
+        f"--serviceaccount={namespace}:viewer",
+    )
+    user = f"system:serviceaccount:{namespace}:viewer"
+    as_user = ("-n", namespace, "--as", user)
+    views = hub.run("get", "deployments.mc.kmc.dev", *as_user).stdout
+    assert "web" in views
+    hub.run("get", "deployments.mc.kmc.dev", "web", "--subresource", "locations", *as_user)
+    hub.run("get", "deployments.mc.kmc.dev", "web", "--subresource", "strategy", *as_user)
+    # The RoleBinding follows the namespace to the children, where `view` covers pods.
+    wait_for(
+        "the viewer to see the pods",
+        lambda: len(rows(hub.run("get", "pods.remote.kmc.dev", *as_user).stdout)) == 3,
+        60,
+    )
+    patch = ["--subresource", "strategy", "--type=merge", "-p", '{"spec":{"type":"Split"}}']
+    refused = hub.run("patch", "deployments.mc.kmc.dev", "web", *patch, *as_user, check=False)
+    assert refused.returncode != 0 and "Forbidden" in refused.stderr
+    hub.run(
+        "create",
+        "rolebinding",
+        "editor",
+        "-n",
+        namespace,
+        "--clusterrole=edit",
+        f"--serviceaccount={namespace}:viewer",
+    )
+    wait_for(
+        "edit to allow a strategy change",
+        lambda: (
+            hub.run(
+                "patch", "deployments.mc.kmc.dev", "web", *patch, *as_user, check=False
+            ).returncode
+            == 0
+        ),
+        30,
+    )
