@@ -8,10 +8,11 @@ the server's own `Status`, so errors travel end to end unchanged.
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import aiohttp
@@ -19,6 +20,8 @@ import msgspec
 from multidict import CIMultiDict
 
 from apiserver import metrics
+
+log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
@@ -64,6 +67,9 @@ class Credentials:
     server: str
     ssl: ssl.SSLContext | bool
     token: str | None = None
+    # Credentials made again from where these came from (an exec plugin run again, a token
+    # file read again): what a 401 asks for, as client-go does. None: nothing to renew.
+    renew: Callable[[], Awaitable[Credentials]] | None = field(default=None, compare=False)
 
 
 class Kube:
@@ -74,6 +80,26 @@ class Kube:
         self.creds = creds
         self.name = name
         self._etags: dict[tuple[str, str], tuple[str, Any]] = {}
+        self._renewing = asyncio.Lock()
+
+    async def renew(self, stale: Credentials) -> bool:
+        """After a 401 with `stale`: take fresh credentials. True when there are other ones
+        to try (made now, or by another request meanwhile); the client is kept, so whoever
+        holds it (caches, watches) goes on with the new ones."""
+        async with self._renewing:
+            if self.creds is not stale:
+                return True
+            if stale.renew is None:
+                return False
+            try:
+                fresh = await stale.renew()
+            except Exception as err:  # a plugin that fails, a file that went: keep the 401
+                log.warning("%s: renewing credentials failed: %s", self.name, err)
+                return False
+            if (fresh.token, fresh.ssl) == (stale.token, stale.ssl):
+                return False
+            self.creds = fresh
+            return True
 
     def _headers(self, extra: Mapping[str, str] | None = None) -> CIMultiDict[str]:
         """Ours, then `extra`'s, which replace ours by name; a multi-valued `extra` (several
@@ -113,17 +139,30 @@ class Kube:
         extra: CIMultiDict[str] = CIMultiDict(headers or {})
         if data is not None:
             extra["Content-Type"] = content_type
-        all_headers = self._headers(extra)
-        started = time.monotonic()
-        try:
-            return await self._exchange(
-                method, path, params, data, all_headers, timeout, idle_timeout, decode, answering
-            )
-        except ApiError as err:
-            metrics.REQUEST_ERRORS.labels(self.name, str(err.code)).inc()
-            raise
-        finally:
-            metrics.REQUESTS.labels(self.name, method).observe(time.monotonic() - started)
+        for attempt in (1, 2):
+            creds = self.creds
+            all_headers = self._headers(extra)
+            started = time.monotonic()
+            try:
+                return await self._exchange(
+                    method,
+                    path,
+                    params,
+                    data,
+                    all_headers,
+                    timeout,
+                    idle_timeout,
+                    decode,
+                    answering,
+                )
+            except ApiError as err:
+                metrics.REQUEST_ERRORS.labels(self.name, str(err.code)).inc()
+                if err.code == 401 and attempt == 1 and await self.renew(creds):
+                    continue  # once more, with the fresh credentials
+                raise
+            finally:
+                metrics.REQUESTS.labels(self.name, method).observe(time.monotonic() - started)
+        raise AssertionError("unreachable")
 
     async def _exchange(
         self,
@@ -235,6 +274,7 @@ class Kube:
             "timeoutSeconds": str(timeout_seconds),
             **(params or {}),
         }
+        creds = self.creds
         try:
             async with self.session.get(
                 self.creds.server + path,
@@ -246,6 +286,8 @@ class Kube:
                 ),
             ) as resp:
                 if resp.status != 200:
+                    if resp.status == 401:
+                        await self.renew(creds)  # the caller watches again, with fresh ones
                     _decode(resp.status, await resp.read(), "WATCH", path)
                 async for line in resp.content:
                     if not line.strip():

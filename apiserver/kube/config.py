@@ -33,10 +33,16 @@ async def from_dict(config: dict[str, Any], context: str | None = None) -> Crede
         raise KubeconfigError(f"unusable kubeconfig: {err}") from err
     if not configuration.host:
         raise KubeconfigError("unusable kubeconfig: no server")
+
+    async def renew() -> Credentials:
+        # The loader again: an exec plugin is run again, a tokenFile read again.
+        return await from_dict(config, context)
+
     return Credentials(
         server=configuration.host.rstrip("/"),
         ssl=_ssl_context(configuration),
         token=_token(configuration),
+        renew=renew,
     )
 
 
@@ -96,4 +102,10 @@ def in_cluster() -> Credentials:
         )
     context = ssl.create_default_context(cafile=str(SERVICE_ACCOUNT / "ca.crt"))
     server = f"https://{'[' + host + ']' if ':' in host else host}:{port}"
-    return Credentials(server, context, (SERVICE_ACCOUNT / "token").read_text().strip())
+
+    async def renew() -> Credentials:
+        # The kubelet rotates the projected token in place: read it again.
+        token = await asyncio.to_thread((SERVICE_ACCOUNT / "token").read_text)
+        return Credentials(server, context, token.strip(), renew)
+
+    return Credentials(server, context, (SERVICE_ACCOUNT / "token").read_text().strip(), renew)
