@@ -9,8 +9,13 @@ cover our groups, to a Role reading `mc.kmc.dev` and `remote.kmc.dev` in the nam
 from __future__ import annotations
 
 import json
+import os
+import ssl
+import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -137,3 +142,72 @@ def test_kubectl_mc_get_runs_the_exec_plugin_and_recovers_from_a_401(
     second = runs(tmp_path)[before:]
     assert [r["action"] for r in second] == ["replayed", "minted"]
     assert second[0]["ppid"] == second[1]["ppid"]  # both runs by the same kubectl mc
+
+
+def ready(port: int) -> bool:
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(
+            f"https://127.0.0.1:{port}/readyz", context=context, timeout=10
+        ) as answer:
+            return bool(answer.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def test_kmc_apiserver_with_an_exec_hub_credential_recovers_without_a_restart(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, tmp_path: Path
+) -> None:
+    """A second kmc-apiserver (a standby: the bed's holds the lease) whose hub credential is
+    the exec plugin. Its ServiceAccount is deleted and made again, so the token it holds is
+    refused; its next request gets a 401, runs the plugin again and goes on, no restart."""
+    hub = kubectl["hub"]
+    hub.run("create", "serviceaccount", ACCOUNT, "-n", namespace)
+    binding = f"{namespace}-kmc"
+    hub.run(
+        "create",
+        "clusterrolebinding",
+        binding,
+        "--clusterrole=cluster-admin",
+        f"--serviceaccount={namespace}:{ACCOUNT}",
+    )
+    port = bed.free_ports(1)[0]
+    log = (tmp_path / "kmc.log").open("w")
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "apiserver",
+            f"--kubeconfig={exec_kubeconfig(tmp_path, namespace)}",
+            "--context=hub",
+            f"--secure-port={port}",
+            f"--cert-dir={tmp_path / 'certs'}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=config.REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(config.REPO_ROOT)},
+    )
+    try:
+        assert eventually(lambda: ready(port), 120), (tmp_path / "kmc.log").read_text()[-2000:]
+        first = runs(tmp_path)[-1]
+        hub.run("delete", "serviceaccount", ACCOUNT, "-n", namespace)
+        hub.run("create", "serviceaccount", ACCOUNT, "-n", namespace)
+        assert eventually(lambda: not authenticated(hub, first["token"])), "old token still valid"
+        # The standby asks for the lease every few seconds: one of those is refused, and the
+        # plugin is run again, by kmc-apiserver itself.
+        assert eventually(
+            lambda: any(
+                r["action"] == "minted" and r["token"] != first["token"] for r in runs(tmp_path)
+            ),
+            90,
+        ), (tmp_path / "kmc.log").read_text()[-2000:]
+        assert server.poll() is None and ready(port)
+        fresh = runs(tmp_path)[-1]["token"]
+        assert authenticated(hub, fresh)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+        hub.run("delete", "clusterrolebinding", binding, "--ignore-not-found")
