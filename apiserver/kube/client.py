@@ -27,6 +27,7 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 DEFAULT_TIMEOUT = 30.0
+READS = frozenset({"GET", "HEAD"})
 
 
 class ApiError(Exception):
@@ -69,16 +70,32 @@ class Credentials:
 class Kube:
     """An HTTP client for one cluster, sharing the process-wide aiohttp session."""
 
-    def __init__(self, session: aiohttp.ClientSession, creds: Credentials, name: str) -> None:
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        creds: Credentials,
+        name: str,
+        *,
+        agent: str = "kmc-apiserver",
+        guard: Callable[[], None] | None = None,
+    ) -> None:
         self.session = session
         self.creds = creds
         self.name = name
+        self.agent = agent  # the User-Agent: names this replica in the cluster's audit log
+        # Called before every write leaves; raises to refuse it (a follower's loops write
+        # nothing: see `leader.Leadership.check`).
+        self.guard = guard
         self._etags: dict[tuple[str, str], tuple[str, Any]] = {}
+
+    def guarded(self, guard: Callable[[], None]) -> Kube:
+        """The same cluster and session, with every write first passing `guard`."""
+        return Kube(self.session, self.creds, self.name, agent=self.agent, guard=guard)
 
     def _headers(self, extra: Mapping[str, str] | None = None) -> CIMultiDict[str]:
         """Ours, then `extra`'s, which replace ours by name; a multi-valued `extra` (several
         `Impersonate-Group`s) keeps every value."""
-        headers = CIMultiDict({"Accept": "application/json", "User-Agent": "kmc-apiserver"})
+        headers = CIMultiDict({"Accept": "application/json", "User-Agent": self.agent})
         if self.creds.token:
             headers["Authorization"] = f"Bearer {self.creds.token}"
         if extra:
@@ -109,6 +126,8 @@ class Kube:
         set as soon as the response headers are in. `decode` reads a 2xx body instead of the
         generic JSON decoder (for big answers whose shape we know, see `remote.stitch`); an
         answer it rejects is an ApiError (502)."""
+        if self.guard is not None and method not in READS:
+            self.guard()
         data = None if body is None else msgspec.json.encode(body)
         extra: CIMultiDict[str] = CIMultiDict(headers or {})
         if data is not None:

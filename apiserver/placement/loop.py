@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import json
 import logging
 import time
@@ -27,6 +28,7 @@ from apiserver.hubcache import HubCache
 from apiserver.kinds import DEPENDENCIES, NAMESPACE_FOLLOWERS, QUOTA, WORKLOADS, Key, Kind
 from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.leader import Leadership
 from apiserver.locations.fleet import Fleet
 from apiserver.locations.model import Location
 from apiserver.locations.pending import Owner, Unschedulable
@@ -81,13 +83,6 @@ class Explanation:
     unknown: tuple[str, ...]  # locations the strategy names that do not exist
 
 
-def _always() -> asyncio.Event:
-    """Leadership for a loop run alone (tests, benchmarks): always leading."""
-    event = asyncio.Event()
-    event.set()
-    return event
-
-
 def read_placement(obj: Obj) -> dict[str, int | None]:
     text = (obj["metadata"].get("annotations") or {}).get(PLACEMENT)
     if not text:
@@ -112,11 +107,13 @@ class PlacementLoop:
         fleet: Fleet,
         settings: Settings = Settings(),
         pending: Callable[[str], Unschedulable | None] = lambda _: None,
-        leading: asyncio.Event | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self.hub: Kube = cache.hub
         self.cache = cache
-        self.leading = leading or _always()
+        # A loop run alone (tests, benchmarks) always leads.
+        self.leadership = leadership or Leadership.solo()
+        self.leading = self.leadership.leading
         self.settings = settings
         self.pending = pending
         self.events = events.Recorder(cache.hub, COMPONENT)
@@ -146,7 +143,9 @@ class PlacementLoop:
         await self.cache.wait_synced()
         self._enqueue_all()
         tasks = [
-            asyncio.create_task(self.queue.work(self.reconcile, __name__))
+            asyncio.create_task(
+                self.queue.work(functools.partial(self.leadership.act, self.reconcile), __name__)
+            )
             for _ in range(self.settings.workers)
         ]
         tasks.append(asyncio.create_task(self._resync()))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Coroutine
@@ -147,6 +148,7 @@ class SyncLoop:
     ) -> None:
         self.hub: Kube = cache.hub
         self.cache = cache
+        self.leadership = placement.leadership
         self.leading = placement.leading
         self.fleet = fleet
         self.settings = settings
@@ -194,7 +196,9 @@ class SyncLoop:
             await self._on_location("ADDED", location, None)
         self._enqueue_all()
         workers = [
-            asyncio.create_task(self.queue.work(self.reconcile, __name__))
+            asyncio.create_task(
+                self.queue.work(functools.partial(self.leadership.act, self.reconcile), __name__)
+            )
             for _ in range(self.settings.workers)
         ]
         workers.append(asyncio.create_task(self._report_counts()))
@@ -380,6 +384,7 @@ class SyncLoop:
         task = asyncio.create_task(laned(), name=f"{key} in {location}")
         self._inflight[(key, location)] = task
         task.add_done_callback(finished)
+        self.leadership.track(task)  # a leader stepping down stops its writes
         done, _ = await asyncio.wait({task}, timeout=self.settings.patience)
         if done:
             return task.result()
