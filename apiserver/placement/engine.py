@@ -576,6 +576,7 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
         maximum=high,
         current={name: held or 0 for name, held in ctx.current.items() if name in weights},
         caps=caps,
+        tiebreak=_tiebreak(ctx.obj),
     )
     shares = dict(result.shares)
     if not (result.unplaced and caps):
@@ -587,6 +588,13 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
     for name, extra in back.shares.items():
         shares[name] += extra
     return shares, back.unplaced
+
+
+def _tiebreak(obj: Mapping[str, Any]) -> str | None:
+    """Ties among equal locations go by a rendezvous hash of the workload's uid (issue #16):
+    many small workloads spread evenly, each stays put."""
+    uid = (obj.get("metadata") or {}).get("uid")
+    return uid if isinstance(uid, str) and uid else None
 
 
 def _unplaced_message(ctx: _Context, unplaced: int) -> str | None:
