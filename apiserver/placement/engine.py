@@ -287,9 +287,15 @@ def _judge(candidate: Candidate, strategy: Strategy, key: str, shown: str) -> _J
 
 
 def _verdict(
-    judged: _Judged, obj: Mapping[str, Any], placed: bool, now: float, settings: Settings
+    judged: _Judged,
+    obj: Mapping[str, Any],
+    placed: bool,
+    now: float,
+    settings: Settings,
+    new: bool = False,
 ) -> Verdict:
-    """The first thing that rules the location out, in the order users read them."""
+    """The first thing that rules the location out, in the order users read them. `new`: the
+    object has no placement yet, so there is nothing to churn and no cooldown to wait out."""
     verdict, candidate = judged.verdict, judged.candidate
     if judged.whatever_health:
         return verdict
@@ -306,7 +312,7 @@ def _verdict(
         grace_left = _duration(math.ceil(settings.grace - since))
         evacuating = f"not Ready, evacuating in {grace_left}"
         return Verdict(candidate.name, True, evacuating, Why.EVACUATING)
-    if not placed and since < settings.cooldown:
+    if not placed and not new and since < settings.cooldown:
         cooling = f"cooling down (Ready for {_duration(since)} of {_duration(settings.cooldown)})"
         return Verdict(candidate.name, False, cooling, Why.COOLING_DOWN)
     return verdict
@@ -421,8 +427,9 @@ def _verdicts(
 ) -> _Verdicts:
     if snapshot.steady and max(0.0, now - snapshot.settled_at) >= settings.cooldown:
         return _Verdicts(snapshot.verdicts, snapshot.eligible, frozenset())
+    new = not current  # a first placement is whole at once: the cooldown damps moves
     verdicts = tuple(
-        _verdict(judged, obj, judged.candidate.name in current, now, settings)
+        _verdict(judged, obj, judged.candidate.name in current, now, settings, new)
         for judged in snapshot.judged
     )
     eligible = {
