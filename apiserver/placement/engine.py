@@ -457,6 +457,7 @@ class _Context:
     missing: Mapping[str, int]
     limits: Mapping[str, int]
     snapshot: _Snapshot
+    load: Mapping[str, int] = field(default_factory=dict)  # see `decide`
 
     def weight(self, name: str) -> int:
         return self.snapshot.weights[name]
@@ -584,6 +585,7 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
         current={name: held or 0 for name, held in ctx.current.items() if name in weights},
         caps=caps,
         tiebreak=_tiebreak(ctx.obj),
+        load=ctx.load,
     )
     shares = dict(result.shares)
     if not (result.unplaced and caps):
@@ -699,8 +701,12 @@ def decide(
     settings: Settings = Settings(),
     missing_capacity: Mapping[str, int] | None = None,
     limits: Mapping[str, int] | None = None,
+    load: Mapping[str, int] | None = None,
 ) -> Decision:
     """Place `obj` by `strategy` on `candidates`, given its `current` placement.
+
+    `load` counts, per location, the replicas of everything placed there: a replica left over
+    among equal locations goes to the least loaded, then by a hash of the object's uid.
 
     `missing_capacity` counts, per location, replicas that stayed unschedulable there past the
     grace period: that location is capped at what actually runs and the rest goes elsewhere.
@@ -720,6 +726,7 @@ def decide(
         missing=dict(missing_capacity or {}),
         limits=dict(limits or {}),
         snapshot=snapshot,
+        load=load or {},
     )
     placement, problem = _place(ctx)
     if placement is None:

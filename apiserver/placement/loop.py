@@ -34,6 +34,7 @@ from apiserver.locations.model import Location
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.placement import engine
 from apiserver.placement.dependencies import follow, pod_spec_of, references
+from apiserver.placement.load import Load
 from apiserver.placement.quantity import parse_quantity
 from apiserver.placement.schemas import SchemaCache
 from apiserver.placement.strategy import Strategy, StrategyError, effective_strategy
@@ -133,6 +134,7 @@ class PlacementLoop:
         self._warned: dict[Key, str] = {}  # the last Warning message recorded for an object
         self._locations_seen: dict[str, Any] = {}  # name -> what decisions read of it
         self.uses: dict[Key, set[Key]] = {}  # workload -> dependencies it uses
+        self.load = Load()  # replicas per location over every workload: ties go to the least
         cache.subscribe(self._on_object)
         cache.namespaces.subscribe(self._on_namespace)
         cache.locations.subscribe(self._on_location)
@@ -141,6 +143,10 @@ class PlacementLoop:
 
     async def run(self) -> None:
         await self.cache.wait_synced()
+        for kind in WORKLOADS:
+            for key in self.cache.list_keys(kind):
+                if (obj := self.cache.get(key)) is not None:
+                    self.load.note(key, read_placement(obj))
         self._enqueue_all()
         tasks = [
             asyncio.create_task(
@@ -241,6 +247,7 @@ class PlacementLoop:
         cached, info = self.cache.get(key), self.cache.kinds.get(key.kind)
         if cached is None or info is None:
             self._forget_uses(key)
+            self.load.note(key, {})
             self._warned.pop(key, None)
             self._held.pop(key, None)
             self._unwritten.discard(key)
@@ -290,7 +297,10 @@ class PlacementLoop:
             engine.Settings(grace=self.settings.grace, cooldown=self.settings.cooldown),
             missing_capacity=missing,
             limits=held,
+            load=self.load.besides(key) if key.kind in WORKLOADS else None,
         )
+        if key.kind in WORKLOADS:
+            self.load.note(key, decision.placement)
         self._hold(key, missing, current, decision.placement, now)
         if decision.unplaceable:
             condition = ("False", "Unplaceable", decision.unplaceable, True)

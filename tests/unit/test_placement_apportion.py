@@ -259,6 +259,7 @@ def fraction_apportion(
     current: Mapping[str, int] | None = None,
     caps: Mapping[str, int] | None = None,
     tiebreak: str | None = None,
+    load: Mapping[str, int] | None = None,
 ) -> Apportionment:
     exact = {name: Fraction(weight) for name, weight in weights.items()}
     if not any(exact.values()):
@@ -271,7 +272,7 @@ def fraction_apportion(
     if all(bound < math.inf for bound in high.values()) and total >= sum(high.values()):
         return _fraction_finish({name: int(bound) for name, bound in high.items()}, total)
     quotas = _fraction_bounded_quotas(total, exact, low, high)
-    return _fraction_finish(_fraction_round(total, quotas, current, tiebreak), total)
+    return _fraction_finish(_fraction_round(total, quotas, current, tiebreak, load), total)
 
 
 def _fraction_minimums_first(
@@ -320,15 +321,17 @@ def _fraction_round(
     quotas: Mapping[str, Fraction],
     current: Mapping[str, int] | None,
     tiebreak: str | None,
+    load: Mapping[str, int] | None,
 ) -> dict[str, int]:
     shares = {name: math.floor(quota) for name, quota in quotas.items()}
     seats = total - sum(shares.values())
     held = current or {}
 
-    def priority(name: str) -> tuple[bool, Fraction, int, str]:
+    def priority(name: str) -> tuple[bool, Fraction, int, int, str]:
         already_there = held.get(name, 0) > shares[name]
         rank = -rendezvous(tiebreak, name) if tiebreak is not None else 0
-        return (not already_there, -(quotas[name] - shares[name]), rank, name)
+        busy = (load or {}).get(name, 0)
+        return (not already_there, -(quotas[name] - shares[name]), busy, rank, name)
 
     fractional = [name for name in quotas if quotas[name] != shares[name]]
     for name in sorted(fractional, key=priority)[:seats]:
@@ -371,6 +374,7 @@ weight_mixes = st.one_of(
     st.one_of(st.none(), st.dictionaries(st.one_of(names, many_names), st.integers(0, 200))),
     st.one_of(st.none(), st.dictionaries(st.one_of(names, many_names), st.integers(0, 60))),
     st.one_of(st.none(), st.uuids().map(str)),
+    st.one_of(st.none(), st.dictionaries(st.one_of(names, many_names), st.integers(0, 3))),
 )
 def test_integer_arithmetic_agrees_with_fractions(
     total: int,
@@ -380,14 +384,12 @@ def test_integer_arithmetic_agrees_with_fractions(
     current: dict[str, int] | None,
     caps: dict[str, int] | None,
     tiebreak: str | None,
+    load: dict[str, int] | None,
 ) -> None:
     high = None if extra is None else low + extra
-    expected = fraction_apportion(
-        total, weights, minimum=low, maximum=high, current=current, caps=caps, tiebreak=tiebreak
-    )
-    got = apportion(
-        total, weights, minimum=low, maximum=high, current=current, caps=caps, tiebreak=tiebreak
-    )
+    bounds = {"minimum": low, "maximum": high, "current": current, "caps": caps}
+    expected = fraction_apportion(total, weights, **bounds, tiebreak=tiebreak, load=load)  # type: ignore[arg-type]
+    got = apportion(total, weights, **bounds, tiebreak=tiebreak, load=load)  # type: ignore[arg-type]
     assert got == expected
     assert list(got.shares) == list(expected.shares)
 
@@ -430,14 +432,34 @@ def test_five_over_three_is_not_always_two_two_one_in_name_order() -> None:
 
 
 def test_ninety_single_replicas_spread_evenly_over_three_equal_locations() -> None:
+    """Hashes alone scatter them (a multinomial: about ±5 around 30); the load keeps every
+    location within one of the others."""
     weights = {"eu-west": 1, "us-east": 1, "us-west": 1}
-    counts = dict.fromkeys(weights, 0)
+    hashed = dict.fromkeys(weights, 0)
+    loaded = dict.fromkeys(weights, 0)
     for index in range(90):
         uid = f"3f0c8a2e-{index:04d}-4b7e-9a51-6d2c0e1f{index:04x}"
-        shares = apportion(1, weights, tiebreak=uid).shares
+        (where,) = (n for n, share in apportion(1, weights, tiebreak=uid).shares.items() if share)
+        hashed[where] += 1
+        shares = apportion(1, weights, tiebreak=uid, load=loaded).shares
         (where,) = (name for name, share in shares.items() if share)
-        counts[where] += 1
-    assert all(24 <= count <= 36 for count in counts.values()), counts
+        loaded[where] += 1
+    assert set(hashed.values()) != {30} and sum(hashed.values()) == 90
+    assert loaded == {"eu-west": 30, "us-east": 30, "us-west": 30}
+
+
+def test_the_load_breaks_ties_only() -> None:
+    """A larger remainder, or a seat already held, wins whatever the load."""
+    assert apportion(7, {"a": 1, "b": 2, "c": 2}, load={"b": 50, "c": 50}).shares == {
+        "a": 1,
+        "b": 3,
+        "c": 3,
+    }
+    held = {"a": 2, "b": 2, "c": 1}
+    assert apportion(5, {"a": 1, "b": 1, "c": 1}, current=held, load={"a": 9, "b": 9}).shares == (
+        held
+    )
+    assert apportion(5, {"a": 1, "b": 1, "c": 1}, load={"a": 9, "b": 9}).shares["c"] == 2
 
 
 @given(st.integers(1, 6), st.lists(uids, min_size=1, max_size=30))
