@@ -38,9 +38,12 @@ GOALS = {
     "idle_cpu_pct": ("<=", 2),
     "rss_mb_1000": ("<=", 250),
     "move_min_available_ratio": (">=", 1),
+    "move_samples_during": (">=", 3),
     "lost_objects": ("==", 0),
+    "unplaced_objects": ("==", 0),
     "duplicate_objects": ("==", 0),
     "forged_accepted": ("==", 0),
+    "forged_probe_failures": ("==", 0),
     "load_errors": ("==", 0),
 }
 
@@ -155,9 +158,12 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
             (r["ratio"] for r in rows if r["benchmark"] == "plugin.get_deployments"), None
         ),
         "move_min_available_ratio": figure(rows, "move", "min_available_ratio"),
+        "move_samples_during": figure(rows, "move", "samples_during_move"),
         "lost_objects": figure(rows, "integrity", "lost_objects"),
+        "unplaced_objects": figure(rows, "integrity", "unplaced_objects"),
         "duplicate_objects": figure(rows, "integrity", "duplicate_objects"),
         "forged_accepted": figure(rows, "security", "forged_accepted"),
+        "forged_probe_failures": figure(rows, "security", "forged_probe_failures"),
         "load_errors": figure(rows, "load", "errors"),
         "load_list_p50_ms": figure(rows, "load", "list_p50_ms"),
         "load_list_p99_ms": figure(rows, "load", "list_p50_ms", "p99_ms"),
