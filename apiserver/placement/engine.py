@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple, Protocol
 
+from apiserver.placement import room
 from apiserver.placement.apportion import apportion
 from apiserver.placement.selector import matches, tolerated
 from apiserver.placement.strategy import Strategy
@@ -544,14 +545,14 @@ def _split(ctx: _Context, names: Sequence[str]) -> _Outcome:
     ready = [name for name in names if name not in ctx.evacuating] if ctx.evacuating else names
     fixed = _keep_evacuating(ctx, names) if ready and ctx.evacuating else {}
     pool = ready or list(names)
-    shares, unplaced = _divide(ctx, ctx.total - sum(fixed.values()), pool)
+    shares, unplaced, no_room = _divide(ctx, ctx.total - sum(fixed.values()), pool)
     if fixed:
         shares = dict(sorted({**shares, **fixed}.items()))
     # Only where it runs, or ran before (a share scaled to zero keeps its copy there).
     placement: Placement = {
         name: share for name, share in shares.items() if share > 0 or name in ctx.current
     }
-    return placement, _unplaced_message(ctx, unplaced)
+    return placement, _unplaced_message(ctx, unplaced) or no_room
 
 
 def _keep_evacuating(ctx: _Context, names: Sequence[str]) -> dict[str, int]:
@@ -564,7 +565,11 @@ def _keep_evacuating(ctx: _Context, names: Sequence[str]) -> dict[str, int]:
     return fixed
 
 
-def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, int], int]:
+def _divide(
+    ctx: _Context, total: int, pool: Sequence[str]
+) -> tuple[dict[str, int], int, str | None]:
+    """Shares, replicas not placed (every location at its maximum), and why replicas short of
+    room stay where they are (no other location has room for them)."""
     every = ctx.snapshot.weights
     # The snapshot's weights as they are when the pool is all of them (the usual case).
     weights = every if len(pool) == len(every) else {name: every[name] for name in pool}
@@ -577,6 +582,10 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
     for name, limit in ctx.limits.items():
         if name in weights:
             caps[name] = min(caps.get(name, limit), limit)
+    short = set(caps)  # where a share went for want of room, and stays back if none is found
+    # Replicas short of room move only as far as the others' free room fits them (#16).
+    destinations = _room_caps(ctx, weights, short) if ctx.missing else {}
+    caps.update(destinations)
     result = apportion(
         total,
         weights,
@@ -588,15 +597,37 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
         load=ctx.load,
     )
     shares = dict(result.shares)
-    if not (result.unplaced and caps):
-        return shares, result.unplaced
+    if not (result.unplaced and short):
+        return shares, result.unplaced, None
     # No room anywhere: the rest stays pending where the strategy would put it, as on one
     # cluster, rather than vanish from the placement.
-    room = None if high is None else {name: high - shares[name] for name in caps}
-    back = apportion(result.unplaced, {name: weights[name] for name in caps}, caps=room)
+    room_left = None if high is None else {name: high - shares[name] for name in short}
+    back = apportion(result.unplaced, {name: weights[name] for name in short}, caps=room_left)
     for name, extra in back.shares.items():
         shares[name] += extra
-    return shares, back.unplaced
+    no_room = None
+    if destinations:
+        moved = {name: shares[name] - ctx.held(name) for name in destinations}
+        free = {name: _free_of(ctx.locations[name]) for name in destinations}
+        no_room = room.no_room(result.unplaced, room.ask_of(ctx.obj), free, moved)
+    return shares, back.unplaced, no_room
+
+
+def _room_caps(ctx: _Context, weights: Mapping[str, int], short: set[str]) -> dict[str, int]:
+    """The most each location not short of room may hold: what it holds now and what its
+    free room fits (unknown room: no cap)."""
+    ask = room.ask_of(ctx.obj)
+    caps = {}
+    for name in weights:
+        free = _free_of(ctx.locations[name])
+        if name not in short and free is not None:
+            caps[name] = ctx.held(name) + room.fits(free, ask)
+    return caps
+
+
+def _free_of(candidate: Candidate) -> room.Free | None:
+    free = candidate.free
+    return None if free is None else room.Free(free.cpu_milli, free.memory, free.pods)
 
 
 def _tiebreak(obj: Mapping[str, Any]) -> str | None:

@@ -135,6 +135,9 @@ class PlacementLoop:
         self._locations_seen: dict[str, Any] = {}  # name -> what decisions read of it
         self.uses: dict[Key, set[Key]] = {}  # workload -> dependencies it uses
         self.load = Load()  # replicas per location over every workload: ties go to the least
+        # Workloads with replicas stuck for want of room: room freed anywhere is a reason to
+        # look again (they wait for it rather than move to a location just as full).
+        self._short: set[Key] = set()
         cache.subscribe(self._on_object)
         cache.namespaces.subscribe(self._on_namespace)
         cache.locations.subscribe(self._on_location)
@@ -218,11 +221,12 @@ class PlacementLoop:
 
     def _weighs_room(self, key: Key) -> bool:
         """Can room in a location change this object's placement? Only while it is not placed
-        yet (a Single picks the roomiest) or when its strategy weighs by capacity."""
+        yet (a Single picks the roomiest), while replicas of it wait for room, or when its
+        strategy weighs by capacity."""
         obj = self.cache.get(key)
         if obj is None:
             return False
-        if not read_placement(obj):
+        if not read_placement(obj) or key in self._short:
             return True
         own = (obj["metadata"].get("annotations") or {}).get(STRATEGY) or ""
         ns = self.cache.namespace(key.namespace)
@@ -248,6 +252,7 @@ class PlacementLoop:
         if cached is None or info is None:
             self._forget_uses(key)
             self.load.note(key, {})
+            self._short.discard(key)
             self._warned.pop(key, None)
             self._held.pop(key, None)
             self._unwritten.discard(key)
@@ -288,6 +293,10 @@ class PlacementLoop:
         # A held location already lost its stuck replicas; they linger until the child
         # scales down, and must not be taken away a second time.
         missing = {name: count for name, count in missing.items() if name not in held}
+        if missing:
+            self._short.add(key)
+        else:
+            self._short.discard(key)
         decision = engine.decide(
             obj,
             strategy,
