@@ -599,18 +599,31 @@ def _divide(
     shares = dict(result.shares)
     if not (result.unplaced and short):
         return shares, result.unplaced, None
-    # No room anywhere: the rest stays pending where the strategy would put it, as on one
-    # cluster, rather than vanish from the placement.
-    room_left = None if high is None else {name: high - shares[name] for name in short}
-    back = apportion(result.unplaced, {name: weights[name] for name in short}, caps=room_left)
+    # No room anywhere: the rest stays pending, as on one cluster, rather than vanish from the
+    # placement — first back where it was stuck, then (a scale-up beyond every location's
+    # room) where the strategy would put it.
+    owed = {name: max(0, ctx.held(name) - shares[name]) for name in short}
+    if high is not None:
+        owed = {name: min(count, high - shares[name]) for name, count in owed.items()}
+    back = apportion(
+        min(result.unplaced, sum(owed.values())), {name: weights[name] for name in short}, caps=owed
+    )
     for name, extra in back.shares.items():
         shares[name] += extra
+    rest = result.unplaced - sum(back.shares.values())
+    unplaced = back.unplaced
+    if rest:
+        room_left = None if high is None else {name: high - shares[name] for name in weights}
+        more = apportion(rest, weights, caps=room_left)
+        for name, extra in more.shares.items():
+            shares[name] += extra
+        unplaced += more.unplaced
     no_room = None
     if destinations:
         moved = {name: shares[name] - ctx.held(name) for name in destinations}
         free = {name: _free_of(ctx.locations[name]) for name in destinations}
         no_room = room.no_room(result.unplaced, room.ask_of(ctx.obj), free, moved)
-    return shares, back.unplaced, no_room
+    return shares, unplaced, no_room
 
 
 def _room_caps(ctx: _Context, weights: Mapping[str, int], short: set[str]) -> dict[str, int]:

@@ -78,3 +78,13 @@ def test_unknown_room_does_not_hold_a_move_back() -> None:
     current = {"a": 4, "b": 1, "c": 1}
     decision = run(candidates, current=current, obj=asking(6), missing_capacity={"a": 2})
     assert decision.placement["a"] == 2 and decision.unplaceable is None
+
+
+def test_a_scale_up_beyond_every_locations_room_spreads_as_the_strategy_says() -> None:
+    """The stuck replica stays where it is; the new ones pend where a Split puts them, not
+    all on the location that is short."""
+    candidates = [loc("a", free=FULL), loc("b", free=FULL), loc("c", free=FULL)]
+    current = {"a": 2, "b": 2, "c": 2}
+    decision = run(candidates, current=current, obj=asking(9), missing_capacity={"a": 1})
+    assert decision.placement == {"a": 3, "b": 3, "c": 3}
+    assert decision.unplaceable is not None and "room for 4 replicas" in decision.unplaceable
