@@ -126,6 +126,9 @@ class Leadership:
         the reconcile is cancelled and `NotLeading` raised (its work queue retries the key,
         and the retry waits to lead again). Cancelling the caller still cancels both."""
         await self.leading.wait()
+        if self.hub is None:
+            await reconcile(key)  # no election: nothing to step down from
+            return
         task = asyncio.ensure_future(reconcile(key))
         self.track(task)
         try:
