@@ -45,7 +45,7 @@ from apiserver.keys import (
     SYNC,
 )
 from apiserver.kube import config as kubeconfig
-from apiserver.kube.client import Kube
+from apiserver.kube.client import Kube, guard_trace
 from apiserver.leader import Leadership, identity, user_agent
 from apiserver.locations.fleet import Fleet
 from apiserver.locations.loop import LocationLoop
@@ -90,7 +90,8 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
     # watches behind each remote.kmc.dev watch), and aiohttp's default of 100 in all would
     # make lists queue behind them.
     connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector) as session:
+    # The loops' writes ask their guard again once their connection is ready (`guard_trace`).
+    async with aiohttp.ClientSession(connector=connector, trace_configs=[guard_trace()]) as session:
         me = identity(options.secure_port)
         app[HUB] = Kube(session, creds, "hub", agent=user_agent(me))
         # Without election this process always leads; with it, the loops' writes (to the hub

@@ -156,6 +156,7 @@ class Kube:
         decode: Callable[[bytes], Any] | None,
         answering: asyncio.Event | None,
     ) -> Any:
+        late = _Guarded(self.guard) if self.guard is not None and method not in READS else None
         try:
             async with self.session.request(
                 method,
@@ -164,6 +165,7 @@ class Kube:
                 data=data,
                 headers=all_headers,
                 ssl=self.creds.ssl,
+                trace_request_ctx=late,
                 timeout=aiohttp.ClientTimeout(
                     total=timeout, sock_connect=idle_timeout, sock_read=idle_timeout
                 ),
@@ -279,6 +281,31 @@ class Kube:
                     yield event
         except (aiohttp.ClientError, TimeoutError) as err:
             raise _transport_error(self, err) from err
+
+
+@dataclass(frozen=True)
+class _Guarded:
+    """A write's guard, asked again by `guard_trace` once its connection is ready."""
+
+    guard: Callable[[], None]
+
+
+def guard_trace() -> aiohttp.TraceConfig:
+    """Ask a write's guard again the moment its connection is ready, just before its bytes
+    go out: making a connection (a TLS handshake) takes a while, and a process paused during
+    it must not, once continued, send a write it was allowed before the pause. What is left
+    is the few instructions from here to the socket. (A connection just made when the guard
+    refuses is left to the garbage collector: aiohttp gives the trace no handle on it.)"""
+
+    async def check(_: aiohttp.ClientSession, context: Any, __: Any) -> None:
+        late = context.trace_request_ctx
+        if isinstance(late, _Guarded):
+            late.guard()
+
+    config = aiohttp.TraceConfig()
+    config.on_connection_create_end.append(check)
+    config.on_connection_reuseconn.append(check)
+    return config
 
 
 def _decode(

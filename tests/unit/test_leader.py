@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
+import aiohttp
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import ApiError, Credentials, Kube, Obj, guard_trace
 from apiserver.leader import NAME, Attempt, Leadership, NotLeading, Timing
 
 TIMING = Timing(lease=15.0, renew_deadline=10.0, retry=2.0)
@@ -288,3 +291,33 @@ async def test_a_guarded_client_refuses_writes_before_they_leave() -> None:
         with pytest.raises(NotLeading):
             await kube.request(method, "/api/v1/namespaces")
     assert kube.agent == "kmc-apiserver/me"
+
+
+async def test_a_write_is_asked_again_when_its_connection_is_ready() -> None:
+    """Allowed when the write began, refused by the time its connection was made (a pause in
+    the TLS handshake): nothing reaches the server."""
+    seen: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(request.method)
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_route("*", "/x", handler)
+    asked = [0]
+
+    def guard() -> None:
+        asked[0] += 1
+        if asked[0] > 1:
+            raise NotLeading.now("me", "deadline passed during the handshake")
+
+    async with (
+        TestServer(app) as server,
+        aiohttp.ClientSession(trace_configs=[guard_trace()]) as session,
+    ):
+        creds = Credentials(server=str(server.make_url("")).rstrip("/"), ssl=False)
+        kube = Kube(session, creds, "hub").guarded(guard)
+        await kube.request("GET", "/x")  # reads are never asked
+        with pytest.raises(NotLeading):
+            await kube.request("POST", "/x", body={})
+    assert seen == ["GET"] and asked[0] == 2
