@@ -156,13 +156,20 @@ class Kube:
         decode: Callable[[bytes], Any] | None,
         answering: asyncio.Event | None,
     ) -> Any:
-        late = _Guarded(self.guard) if self.guard is not None and method not in READS else None
+        guarded = self.guard is not None and method not in READS
+        late = _Guarded(self.guard) if guarded and self.guard is not None else None
+        if late is not None and data is not None:
+            # aiohttp holds a request's headers back to send with its first body bytes: asked
+            # there, the guard decides microseconds before anything of the write goes out.
+            body: Any = _GuardedBody(data, late.guard, all_headers["Content-Type"])
+        else:
+            body = data
         try:
             async with self.session.request(
                 method,
                 self.creds.server + path,
                 params=params,
-                data=data,
+                data=body,
                 headers=all_headers,
                 ssl=self.creds.ssl,
                 trace_request_ctx=late,
@@ -174,6 +181,9 @@ class Kube:
                     answering.set()
                 return _decode(resp.status, await resp.read(), method, path, decode)
         except (aiohttp.ClientError, TimeoutError) as err:
+            refused = _refusal(err)
+            if refused is not None:
+                raise refused from None  # the guard's own answer, raised inside aiohttp
             raise _transport_error(self, err) from err
 
     async def get_revalidated(
@@ -232,9 +242,10 @@ class Kube:
     async def delete(self, path: str) -> Obj:
         """Delete as kubectl does: the object goes now and what it owns after it. Without a
         policy a Job is deleted with `orphan`: its pods stay, and the Job itself lingers until
-        the garbage collector has let go of them."""
-        params = {"propagationPolicy": "Background"}
-        return cast(Obj, await self.request("DELETE", path, params=params))
+        the garbage collector has let go of them. The policy goes in a DeleteOptions body,
+        which a guarded client asks its guard for at the last moment (`_GuardedBody`)."""
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        return cast(Obj, await self.request("DELETE", path, body=options))
 
     async def watch(
         self,
@@ -288,6 +299,34 @@ class _Guarded:
     """A write's guard, asked again by `guard_trace` once its connection is ready."""
 
     guard: Callable[[], None]
+
+
+class _GuardedBody(aiohttp.BytesPayload):
+    """A write's body that asks its guard once more just before its bytes — and the headers
+    aiohttp sends with them — leave: a process paused after an earlier check must not send,
+    once continued, a write it was allowed before the pause."""
+
+    def __init__(self, value: bytes, guard: Callable[[], None], content_type: str) -> None:
+        super().__init__(value, content_type=content_type)
+        self._guard = guard
+
+    async def write(self, writer: Any) -> None:
+        self._guard()
+        await super().write(writer)
+
+    async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+        self._guard()
+        await super().write_with_length(writer, content_length)
+
+
+def _refusal(err: BaseException) -> ApiError | None:
+    """An ApiError our guard raised inside aiohttp, which hands it back wrapped."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, ApiError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def guard_trace() -> aiohttp.TraceConfig:

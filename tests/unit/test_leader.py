@@ -293,9 +293,11 @@ async def test_a_guarded_client_refuses_writes_before_they_leave() -> None:
     assert kube.agent == "kmc-apiserver/me"
 
 
-async def test_a_write_is_asked_again_when_its_connection_is_ready() -> None:
-    """Allowed when the write began, refused by the time its connection was made (a pause in
-    the TLS handshake): nothing reaches the server."""
+@pytest.mark.parametrize("refused_at", [2, 3])
+async def test_a_write_is_asked_again_just_before_its_bytes_go_out(refused_at: int) -> None:
+    """Allowed when the write began, refused by the time its connection was made (2: a pause
+    in the TLS handshake) or its bytes were about to be written (3: a pause while its write
+    waited for the loop): nothing of it reaches the server, and the refusal is the guard's."""
     seen: list[str] = []
 
     async def handler(request: web.Request) -> web.Response:
@@ -308,8 +310,8 @@ async def test_a_write_is_asked_again_when_its_connection_is_ready() -> None:
 
     def guard() -> None:
         asked[0] += 1
-        if asked[0] > 1:
-            raise NotLeading.now("me", "deadline passed during the handshake")
+        if asked[0] >= refused_at:
+            raise NotLeading.now("me", "deadline passed")
 
     async with (
         TestServer(app) as server,
@@ -318,6 +320,29 @@ async def test_a_write_is_asked_again_when_its_connection_is_ready() -> None:
         creds = Credentials(server=str(server.make_url("")).rstrip("/"), ssl=False)
         kube = Kube(session, creds, "hub").guarded(guard)
         await kube.request("GET", "/x")  # reads are never asked
-        with pytest.raises(NotLeading):
-            await kube.request("POST", "/x", body={})
-    assert seen == ["GET"] and asked[0] == 2
+        for write in (kube.create("/x", {}), kube.delete("/x")):
+            asked[0] = 0
+            with pytest.raises(NotLeading):
+                await write
+    assert seen == ["GET"]
+
+
+async def test_a_guarded_write_that_passes_goes_out_whole() -> None:
+    seen: list[tuple[str, bytes]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append((request.method, await request.read()))
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_route("*", "/x", handler)
+    async with (
+        TestServer(app) as server,
+        aiohttp.ClientSession(trace_configs=[guard_trace()]) as session,
+    ):
+        creds = Credentials(server=str(server.make_url("")).rstrip("/"), ssl=False)
+        kube = Kube(session, creds, "hub").guarded(lambda: None)
+        await kube.create("/x", {"a": 1})
+        await kube.delete("/x")
+    assert seen[0] == ("POST", b'{"a":1}')
+    assert seen[1][0] == "DELETE" and b'"propagationPolicy":"Background"' in seen[1][1]
