@@ -545,7 +545,7 @@ def _split(ctx: _Context, names: Sequence[str]) -> _Outcome:
     ready = [name for name in names if name not in ctx.evacuating] if ctx.evacuating else names
     fixed = _keep_evacuating(ctx, names) if ready and ctx.evacuating else {}
     pool = ready or list(names)
-    shares, unplaced, no_room = _divide(ctx, ctx.total - sum(fixed.values()), pool)
+    shares, unplaced, no_room = _divide_within_room(ctx, ctx.total - sum(fixed.values()), pool)
     if fixed:
         shares = dict(sorted({**shares, **fixed}.items()))
     # Only where it runs, or ran before (a share scaled to zero keeps its copy there).
@@ -565,7 +565,14 @@ def _keep_evacuating(ctx: _Context, names: Sequence[str]) -> dict[str, int]:
     return fixed
 
 
-def _divide(
+def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, int], int]:
+    """Shares, and replicas not placed (every location at its maximum): the division for
+    callers that do not report on room."""
+    shares, unplaced, _ = _divide_within_room(ctx, total, pool)
+    return shares, unplaced
+
+
+def _divide_within_room(
     ctx: _Context, total: int, pool: Sequence[str]
 ) -> tuple[dict[str, int], int, str | None]:
     """Shares, replicas not placed (every location at its maximum), and why replicas short of
