@@ -37,6 +37,7 @@ from apiserver.keys import (
     FRONT_PROXY,
     HUB,
     HUB_CACHE,
+    LEADERSHIP,
     LOCATIONS,
     LOOPS,
     OPTIONS,
@@ -47,8 +48,8 @@ from apiserver.keys import (
     VIEW_ROWS,
 )
 from apiserver.kube import config as kubeconfig
-from apiserver.kube.client import Kube
-from apiserver.leader import Leadership, identity
+from apiserver.kube.client import Kube, guard_trace
+from apiserver.leader import Leadership, identity, user_agent
 from apiserver.locations.fleet import Fleet
 from apiserver.locations.loop import LocationLoop
 from apiserver.locations.loop import Settings as LocationSettings
@@ -95,9 +96,15 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
     # watches behind each remote.kmc.dev watch), and aiohttp's default of 100 in all would
     # make lists queue behind them.
     connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        app[HUB] = Kube(session, creds, "hub")
-        app[FLEET] = Fleet(app[HUB], session)
+    # The loops' writes ask their guard again once their connection is ready (`guard_trace`).
+    async with aiohttp.ClientSession(connector=connector, trace_configs=[guard_trace()]) as session:
+        me = identity(options.secure_port)
+        app[HUB] = Kube(session, creds, "hub", agent=user_agent(me))
+        # Without election this process always leads; with it, the loops' writes (to the hub
+        # and to every child) leave only while this replica's lease is renewed.
+        leadership = Leadership(app[HUB], me) if options.leader_elect else Leadership.solo(me)
+        app[LEADERSHIP] = leadership
+        app[FLEET] = Fleet(app[HUB], session, agent=user_agent(me), guard=leadership.check)
         yield
 
 
@@ -127,14 +134,13 @@ def _guards(serving_ctx: ssl.SSLContext | None) -> Any:
 async def _loops(app: web.Application) -> AsyncIterator[None]:
     options = app[OPTIONS]
     settings = LocationSettings(interval=options.probe_interval, timeout=options.probe_timeout)
-    leadership = Leadership(app[HUB], identity(options.secure_port))
-    if not options.leader_elect:
-        leadership.leading.set()
-    metrics.LEADER.set_function(lambda: float(leadership.leading.is_set()))
-    cache = app[HUB_CACHE] = HubCache(app[HUB])
-    app[LOCATIONS] = LocationLoop(
-        app[HUB], cache.locations, app[FLEET], settings, leadership.leading
-    )
+    leadership = app[LEADERSHIP]
+    metrics.LEADER.set_function(lambda: float(leadership.may_act()))
+    # The loops write through this client: a write leaves only while we may act. Requests
+    # served for users (the views, authorization) use the plain one.
+    acting = app[HUB].guarded(leadership.check)
+    cache = app[HUB_CACHE] = HubCache(acting)
+    app[LOCATIONS] = LocationLoop(acting, cache.locations, app[FLEET], settings, leadership.leading)
     app[PLACEMENT] = PlacementLoop(
         cache,
         app[FLEET],
@@ -145,7 +151,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
             workers=options.workers,
         ),
         pending=app[LOCATIONS].unschedulable,
-        leading=leadership.leading,
+        leadership=leadership,
     )
     app[LOCATIONS].stuck_listeners.append(app[PLACEMENT].on_stuck)
     app[SYNC] = SyncLoop(cache, app[FLEET], app[PLACEMENT], SyncSettings(workers=options.workers))

@@ -14,6 +14,7 @@ from apiserver.api.authn import Authenticator, FrontProxyWatch
 from apiserver.api.authz import Authorizer
 from apiserver.hubcache import HubCache
 from apiserver.kube.client import Kube
+from apiserver.leader import Leadership
 from apiserver.locations.fleet import Fleet
 from apiserver.locations.loop import LocationLoop
 from apiserver.options import Options
@@ -26,6 +27,7 @@ from apiserver.viewrows import ViewRows
 OPTIONS = web.AppKey("options", Options)
 HUB = web.AppKey("hub", Kube)
 FLEET = web.AppKey("fleet", Fleet)
+LEADERSHIP = web.AppKey("leadership", Leadership)
 LOOPS = web.AppKey("loops", dict[str, "asyncio.Task[None]"])
 HUB_CACHE = web.AppKey("hub_cache", HubCache)
 LOCATIONS = web.AppKey("locations", LocationLoop)

@@ -90,6 +90,9 @@ async def count(hub: Kube, kids: dict[str, Kube], ns: str) -> tuple[int, int, in
             held.setdefault(name, {})[location] = child["spec"].get("replicas")
     lost = settled = 0
     for name, hub_obj in by_name.items():
+        if _never_placed(hub_obj):
+            lost += 1  # nothing of it runs anywhere: it counts, though no child is missing
+            continue
         placement = _placement(hub_obj)
         wanted = {loc: share for loc, share in placement.items()}
         total = sum(share or 0 for share in placement.values())
@@ -97,6 +100,16 @@ async def count(hub: Kube, kids: dict[str, Kube], ns: str) -> tuple[int, int, in
         settled += ok
         lost += 0 if ok else sum(1 for loc in wanted if held.get(name, {}).get(loc) != wanted[loc])
     return settled, lost, duplicated
+
+
+def _never_placed(obj: dict[str, Any]) -> bool:
+    return "kmc.dev/placement" not in (obj["metadata"].get("annotations") or {})
+
+
+async def never_placed(hub: Kube, ns: str) -> int:
+    """Hub objects with no placement at all (and so in no child)."""
+    items = (await hub.get(f"/apis/apps/v1/namespaces/{ns}/deployments"))["items"]
+    return sum(map(_never_placed, items))
 
 
 def _placement(obj: dict[str, Any]) -> dict[str, Any]:
@@ -133,9 +146,11 @@ async def integrity(seed: int, objects: int) -> list[dict[str, Any]]:
             if (settled == objects and duplicated == 0) or time.monotonic() > deadline:
                 break
             await asyncio.sleep(2)
+        unplaced = await never_placed(hub, ns)
         await hub.delete(f"/api/v1/namespaces/{ns}")
     return [
         {"benchmark": "integrity", "figure": "lost_objects", "value": lost, "seed": seed},
+        {"benchmark": "integrity", "figure": "unplaced_objects", "value": unplaced},
         {"benchmark": "integrity", "figure": "duplicate_objects", "value": duplicated},
         {"benchmark": "integrity", "figure": "settled_objects", "value": settled, "of": objects},
     ]
@@ -151,26 +166,23 @@ async def move(replicas: int = 6) -> list[dict[str, Any]]:
         await hub.create(path, deployment("web", replicas))
         max_unavailable = max(0, replicas // 4)  # the Deployment default: 25%, rounded down
 
-        async def one_pass() -> dict[str, tuple[str, int]]:
-            seen: dict[str, tuple[str, int]] = {}
-            for name, kube in kids.items():
-                try:
-                    child = await kube.get(f"{path}/web")
-                except ApiError:
-                    seen[name] = ("", 0)
-                    continue
-                available = int(child.get("status", {}).get("availableReplicas") or 0)
-                seen[name] = (child["metadata"]["resourceVersion"], available)
-            return seen
+        async def read(kube: Kube) -> tuple[int, float]:
+            """(availableReplicas, when the answer came); no child is 0."""
+            try:
+                child = await kube.get(f"{path}/web")
+            except ApiError as err:
+                if err.code != 404:
+                    raise
+                return 0, time.monotonic()
+            return int(child.get("status", {}).get("availableReplicas") or 0), time.monotonic()
 
-        async def available() -> tuple[int, dict[str, int]]:
-            """A snapshot: two passes that agree on every resourceVersion (children are read
-            one after another, so a single pass can miss a make and count its break)."""
-            previous, now = None, await one_pass()
-            while now != previous:
-                previous, now = now, await one_pass()
-            counts = {name: count for name, (_, count) in now.items()}
-            return sum(counts.values()), counts
+        async def available() -> tuple[int, dict[str, int], float]:
+            """Every child read at once: the sum, each count, and the spread of read times
+            (the sum is a snapshot to within it)."""
+            answers = await asyncio.gather(*(read(kube) for kube in kids.values()))
+            counts = {name: count for name, (count, _) in zip(kids, answers, strict=True)}
+            times = [answered for _, answered in answers]
+            return sum(counts.values()), counts, max(times) - min(times)
 
         deadline = time.monotonic() + 120
         while (await available())[0] < replicas:
@@ -179,19 +191,30 @@ async def move(replicas: int = 6) -> list[dict[str, Any]]:
             await asyncio.sleep(0.5)
         target = sorted(kids)[0]
         strategy = json.dumps({"type": "Split", "pin": [target]})
+        started = time.monotonic()
         await hub.merge_patch(
             f"{path}/web", {"metadata": {"annotations": {"kmc.dev/strategy": strategy}}}
         )
-        lowest = replicas
-        started = time.monotonic()
+        # Every 100 ms, whatever changes: a sample taken during the move counts.
+        lowest, during, spread, tick = replicas, 0, 0.0, 0
         while True:
-            total, counts = await available()
-            lowest = min(lowest, total)
-            if counts[target] == replicas and total == replicas:
+            total, counts, skew = await available()
+            lowest, spread = min(lowest, total), max(spread, skew)
+            if (
+                counts[target] == replicas
+                and total == replicas
+                and set(counts.values())
+                <= {
+                    0,
+                    replicas,
+                }
+            ):
                 break
+            during += 1
             if time.monotonic() - started > 180:
                 raise TimeoutError(f"the move did not finish: {counts}")
-            await asyncio.sleep(0.1)
+            tick = max(tick + 1, int((time.monotonic() - started) / 0.1) + 1)
+            await asyncio.sleep(max(0.0, started + tick * 0.1 - time.monotonic()))
         took = time.monotonic() - started
         await hub.delete(f"/api/v1/namespaces/{ns}")
     return [
@@ -201,8 +224,11 @@ async def move(replicas: int = 6) -> list[dict[str, Any]]:
             "value": round(lowest / (replicas - max_unavailable), 2),
             "lowest_available": lowest,
             "allowed_minimum": replicas - max_unavailable,
+            "samples_during_move": during,
+            "read_spread_ms": round(spread * 1000, 1),
             "seconds": round(took, 1),
-        }
+        },
+        {"benchmark": "move", "figure": "samples_during_move", "value": during},
     ]
 
 

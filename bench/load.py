@@ -89,14 +89,20 @@ async def clients(hub: Kube, count: int, seconds: float) -> list[dict[str, Any]]
     async def watcher(index: int) -> None:
         nonlocal events
         path = lists[index % 2]
+        # Only the end of the run may end a watch: a timeout of any other kind, or a stream
+        # the server closed early, is an error (it was once swallowed with the run's end).
+        until: asyncio.Timeout | None = None
         try:
             listing = await hub.get(path, limit="1")
             version = listing["metadata"]["resourceVersion"]
-            async with asyncio.timeout(max(0.0, stop - time.monotonic())):
+            until = asyncio.timeout(max(0.0, stop - time.monotonic()))
+            async with until:
                 async for _ in hub.watch(path, version, timeout_seconds=int(seconds) + 5):
                     events += 1
+            errors.append(f"watch {path}: ended {stop - time.monotonic():.1f}s before the run")
         except TimeoutError:
-            pass
+            if until is None or not until.expired():
+                errors.append(f"watch {path}: timed out")
         except ApiError as err:
             errors.append(f"watch {path}: {err}")
 

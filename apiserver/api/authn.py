@@ -247,6 +247,20 @@ class Authenticator:
             extra=_extra(headers, config.extra_prefixes),
         )
 
+    def authenticate_caller(self, peer_cert_der: bytes | None) -> str:
+        """The hub's apiserver calling our admission webhook: the same certificate check as
+        for proxied requests (the request-header CA, an allowed name), but no user is named —
+        the caller is the hub itself. Returns the certificate's common name."""
+        config = self.config
+        if config is None:
+            raise Unauthenticated(f"no front-proxy configuration read from the hub's {CONFIGMAP}")
+        if peer_cert_der is None:
+            raise Unauthenticated(
+                "no client certificate: the admission webhook answers only the hub's apiserver"
+            )
+        self._check_certificate(peer_cert_der, config, self.clock())
+        return _common_name(x509.load_der_x509_certificate(peer_cert_der))
+
     def _check_certificate(
         self, der: bytes, config: FrontProxyConfig, now: datetime.datetime
     ) -> None:

@@ -2,8 +2,10 @@
 
 Only the hub's aggregator may talk to us: its front-proxy client certificate proves the
 `X-Remote-*` headers (authn.py). The hub then decides, by SubjectAccessReview, whether that
-user may do this (authz.py). Health endpoints are open, as on kube-apiserver; the admission
-webhook is called by the hub's apiserver itself and only judges what it is sent.
+user may do this (authz.py). Health endpoints are open, as on kube-apiserver. The admission
+webhook is called by the hub's apiserver itself, which presents the front-proxy client
+certificate (its admission configuration's kubeconfig gives it); no user is named there, and
+a caller without that certificate gets a bare 401.
 """
 
 from __future__ import annotations
@@ -32,7 +34,16 @@ _INFO = "kmc.info"
 
 @web.middleware
 async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path in OPEN_PATHS or request.path.startswith(ADMISSION_PREFIX):
+    if request.path in OPEN_PATHS:
+        return await handler(request)
+    if request.path.startswith(ADMISSION_PREFIX):
+        # Called by the hub's apiserver itself, with the client certificate its admission
+        # configuration gives it for us; anyone else learns nothing, not even our Locations.
+        try:
+            request.app[AUTHENTICATOR].authenticate_caller(peer_certificate(request))
+        except Unauthenticated as err:
+            log.info("401 for %s %s from %s: %s", request.method, request.path, request.remote, err)
+            return status_response(unauthorized_status())
         return await handler(request)
     try:
         user = request.app[AUTHENTICATOR].authenticate(peer_certificate(request), request.headers)

@@ -30,6 +30,7 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 DEFAULT_TIMEOUT = 30.0
+READS = frozenset({"GET", "HEAD"})
 
 
 class ApiError(Exception):
@@ -75,10 +76,22 @@ class Credentials:
 class Kube:
     """An HTTP client for one cluster, sharing the process-wide aiohttp session."""
 
-    def __init__(self, session: aiohttp.ClientSession, creds: Credentials, name: str) -> None:
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        creds: Credentials,
+        name: str,
+        *,
+        agent: str = "kmc-apiserver",
+        guard: Callable[[], None] | None = None,
+    ) -> None:
         self.session = session
         self.creds = creds
         self.name = name
+        self.agent = agent  # the User-Agent: names this replica in the cluster's audit log
+        # Called before every write leaves; raises to refuse it (a follower's loops write
+        # nothing: see `leader.Leadership.check`).
+        self.guard = guard
         self._etags: dict[tuple[str, str], tuple[str, Any]] = {}
         self._renewing = asyncio.Lock()
 
@@ -101,10 +114,14 @@ class Kube:
             self.creds = fresh
             return True
 
+    def guarded(self, guard: Callable[[], None]) -> Kube:
+        """The same cluster and session, with every write first passing `guard`."""
+        return Kube(self.session, self.creds, self.name, agent=self.agent, guard=guard)
+
     def _headers(self, extra: Mapping[str, str] | None = None) -> CIMultiDict[str]:
         """Ours, then `extra`'s, which replace ours by name; a multi-valued `extra` (several
         `Impersonate-Group`s) keeps every value."""
-        headers = CIMultiDict({"Accept": "application/json", "User-Agent": "kmc-apiserver"})
+        headers = CIMultiDict({"Accept": "application/json", "User-Agent": self.agent})
         if self.creds.token:
             headers["Authorization"] = f"Bearer {self.creds.token}"
         if extra:
@@ -135,6 +152,8 @@ class Kube:
         set as soon as the response headers are in. `decode` reads a 2xx body instead of the
         generic JSON decoder (for big answers whose shape we know, see `remote.stitch`); an
         answer it rejects is an ApiError (502)."""
+        if self.guard is not None and method not in READS:
+            self.guard()
         data = None if body is None else msgspec.json.encode(body)
         extra: CIMultiDict[str] = CIMultiDict(headers or {})
         if data is not None:
@@ -176,14 +195,23 @@ class Kube:
         decode: Callable[[bytes], Any] | None,
         answering: asyncio.Event | None,
     ) -> Any:
+        guarded = self.guard is not None and method not in READS
+        late = _Guarded(self.guard) if guarded and self.guard is not None else None
+        if late is not None and data is not None:
+            # aiohttp holds a request's headers back to send with its first body bytes: asked
+            # there, the guard decides microseconds before anything of the write goes out.
+            body: Any = _GuardedBody(data, late.guard, all_headers["Content-Type"])
+        else:
+            body = data
         try:
             async with self.session.request(
                 method,
                 self.creds.server + path,
                 params=params,
-                data=data,
+                data=body,
                 headers=all_headers,
                 ssl=self.creds.ssl,
+                trace_request_ctx=late,
                 timeout=aiohttp.ClientTimeout(
                     total=timeout, sock_connect=idle_timeout, sock_read=idle_timeout
                 ),
@@ -192,6 +220,9 @@ class Kube:
                     answering.set()
                 return _decode(resp.status, await resp.read(), method, path, decode)
         except (aiohttp.ClientError, TimeoutError) as err:
+            refused = _refusal(err)
+            if refused is not None:
+                raise refused from None  # the guard's own answer, raised inside aiohttp
             raise _transport_error(self, err) from err
 
     async def get_revalidated(
@@ -250,9 +281,10 @@ class Kube:
     async def delete(self, path: str) -> Obj:
         """Delete as kubectl does: the object goes now and what it owns after it. Without a
         policy a Job is deleted with `orphan`: its pods stay, and the Job itself lingers until
-        the garbage collector has let go of them."""
-        params = {"propagationPolicy": "Background"}
-        return cast(Obj, await self.request("DELETE", path, params=params))
+        the garbage collector has let go of them. The policy goes in a DeleteOptions body,
+        which a guarded client asks its guard for at the last moment (`_GuardedBody`)."""
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        return cast(Obj, await self.request("DELETE", path, body=options))
 
     async def watch(
         self,
@@ -302,6 +334,59 @@ class Kube:
                     yield event
         except (aiohttp.ClientError, TimeoutError) as err:
             raise _transport_error(self, err) from err
+
+
+@dataclass(frozen=True)
+class _Guarded:
+    """A write's guard, asked again by `guard_trace` once its connection is ready."""
+
+    guard: Callable[[], None]
+
+
+class _GuardedBody(aiohttp.BytesPayload):
+    """A write's body that asks its guard once more just before its bytes — and the headers
+    aiohttp sends with them — leave: a process paused after an earlier check must not send,
+    once continued, a write it was allowed before the pause."""
+
+    def __init__(self, value: bytes, guard: Callable[[], None], content_type: str) -> None:
+        super().__init__(value, content_type=content_type)
+        self._guard = guard
+
+    async def write(self, writer: Any) -> None:
+        self._guard()
+        await super().write(writer)
+
+    async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+        self._guard()
+        await super().write_with_length(writer, content_length)
+
+
+def _refusal(err: BaseException) -> ApiError | None:
+    """An ApiError our guard raised inside aiohttp, which hands it back wrapped."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, ApiError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def guard_trace() -> aiohttp.TraceConfig:
+    """Ask a write's guard again the moment its connection is ready, just before its bytes
+    go out: making a connection (a TLS handshake) takes a while, and a process paused during
+    it must not, once continued, send a write it was allowed before the pause. What is left
+    is the few instructions from here to the socket. (A connection just made when the guard
+    refuses is left to the garbage collector: aiohttp gives the trace no handle on it.)"""
+
+    async def check(_: aiohttp.ClientSession, context: Any, __: Any) -> None:
+        late = context.trace_request_ctx
+        if isinstance(late, _Guarded):
+            late.guard()
+
+    config = aiohttp.TraceConfig()
+    config.on_connection_create_end.append(check)
+    config.on_connection_reuseconn.append(check)
+    return config
 
 
 def _decode(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import aiohttp
@@ -30,9 +31,20 @@ class _Entry:
 
 
 class Fleet:
-    def __init__(self, hub: Kube, session: aiohttp.ClientSession) -> None:
+    def __init__(
+        self,
+        hub: Kube,
+        session: aiohttp.ClientSession,
+        *,
+        agent: str = "kmc-apiserver",
+        guard: Callable[[], None] | None = None,
+    ) -> None:
         self.hub = hub
         self.session = session
+        self.agent = agent
+        # Only the loops write to children, and only while leading: every child write passes
+        # it (reads — probes, punch-through — never do).
+        self.guard = guard
         self._entries: dict[str, _Entry] = {}
 
     def get(self, name: str) -> Kube | None:
@@ -70,6 +82,6 @@ class Fleet:
             raise CredentialsError(f"{where} key {ref.key!r} is not text") from err
         except kubeconfig.KubeconfigError as err:
             raise CredentialsError(f"{where} key {ref.key!r}: {err}") from err
-        kube = Kube(self.session, creds, location.name)
+        kube = Kube(self.session, creds, location.name, agent=self.agent, guard=self.guard)
         self._entries[location.name] = _Entry(version, kube)
         return kube

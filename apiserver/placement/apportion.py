@@ -15,16 +15,26 @@ Two things matter more here than in parliaments:
   Among all the apportionments that keep every share within one of its quota, the result moves
   the fewest replicas.
 
-Arithmetic is exact, and ties break by name, so equal inputs give equal outputs whatever the
-order of the mappings. It is also done in whole numbers: the weights are scaled to integers in
-the same proportions (a float is an integer over a power of two), every quota of one round is
-an integer numerator over the round's one denominator, and so floors are integer divisions and
-remainders compare as integers. `fractions.Fraction` gave the same answers at twenty times the
+Arithmetic is exact. Ties among equal candidates go first to the location that holds the
+least `load` (the replicas of every workload placed there, as the engine's caller counts
+them), then by rendezvous hashing: each location's rank is a hash of (`tiebreak`, its name),
+the workload's uid as the engine calls it. So many small workloads spread evenly over equal
+locations instead of all going to the first name — the load keeps a burst of them within one
+of even, where independent hashes alone would scatter 90 over three locations by ±5 — and
+where loads are equal each workload keeps its own order across restarts (the hash is stable),
+which a location added or removed does not change for any other pair. Without a `tiebreak`,
+ties go by name. Equal inputs give equal outputs whatever the order of the mappings.
+
+It is also done in whole numbers: the weights are scaled to integers in the same proportions
+(a float is an integer over a power of two), every quota of one round is an integer numerator
+over the round's one denominator, and so floors are integer divisions and remainders compare
+as integers. `fractions.Fraction` gave the same answers at twenty times the
 cost, and the engine apportions on every decision.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -51,12 +61,16 @@ def apportion(
     maximum: int | None = None,
     current: Mapping[str, int] | None = None,
     caps: Mapping[str, int] | None = None,
+    tiebreak: str | None = None,
+    load: Mapping[str, int] | None = None,
 ) -> Apportionment:
     """Divide `total` between the locations of `weights`.
 
     `minimum`/`maximum` bound every share; `caps` lowers the maximum of single locations (a cap
     below `minimum` wins). `current` makes the result stable. `unplaced` is non-zero only when
-    every location is at its maximum.
+    every location is at its maximum. Leftover seats among otherwise equal locations go to
+    the least `load` first, then by `rendezvous(tiebreak, name)`, highest first (by name when
+    `tiebreak` is None).
     """
     _check(total, weights, minimum, maximum, caps)
     exact = _whole(weights)
@@ -67,7 +81,8 @@ def apportion(
         # shares come out in name order.
         names = sorted(exact)
         numerators = [total * exact[name] for name in names]
-        shares = _round(total, _Quotas({}, names, numerators, sum(exact.values())), current)
+        quotas = _Quotas({}, names, numerators, sum(exact.values()))
+        shares = _round(total, quotas, current, tiebreak, load)
         return Apportionment(shares=shares, unplaced=total - sum(shares.values()))
     high = _upper_bounds(exact, maximum, caps or {})
     low = {name: minimum if bound is None else min(minimum, bound) for name, bound in high.items()}
@@ -76,7 +91,8 @@ def apportion(
     bounded = [bound for bound in high.values() if bound is not None]
     if len(bounded) == len(high) and total >= sum(bounded):
         return _finish({name: bound or 0 for name, bound in high.items()}, total)
-    return _finish(_round(total, _bounded_quotas(total, exact, low, high), current), total)
+    quotas = _bounded_quotas(total, exact, low, high)
+    return _finish(_round(total, quotas, current, tiebreak, load), total)
 
 
 def _check(
@@ -201,10 +217,23 @@ def _bounded_quotas(
     return _Quotas(fixed, [], [], 1)
 
 
-def _round(total: int, quotas: _Quotas, current: Mapping[str, int] | None) -> dict[str, int]:
+def rendezvous(tiebreak: str, name: str) -> int:
+    """A location's rank for one workload: stable across processes and restarts (not Python's
+    salted `hash`), independent of which other locations exist."""
+    digest = hashlib.blake2b(f"{tiebreak}\0{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def _round(
+    total: int,
+    quotas: _Quotas,
+    current: Mapping[str, int] | None,
+    tiebreak: str | None,
+    load: Mapping[str, int] | None,
+) -> dict[str, int]:
     """Floors first, then one extra seat each for the `total - sum(floors)` best remainders:
     a location that already holds the seat before one that does not, then the larger
-    remainder, then the name."""
+    remainder, then the smaller load, then the rendezvous rank (or the name)."""
     names, numerators, denominator = quotas.names, quotas.numerators, quotas.denominator
     floors = [numerator // denominator for numerator in numerators]
     remainders = [numerator % denominator for numerator in numerators]
@@ -221,7 +250,18 @@ def _round(total: int, quotas: _Quotas, current: Mapping[str, int] | None) -> di
                 remainder + denominator if remainder and current.get(name, 0) > floor else remainder
                 for name, floor, remainder in zip(names, floors, remainders, strict=True)
             ]
-        best = sorted(range(len(names)), key=keys.__getitem__, reverse=True)[:seats]
+        if tiebreak is None and not load:
+            best = sorted(range(len(names)), key=keys.__getitem__, reverse=True)[:seats]
+        else:
+            held = load or {}
+            # Higher is better, and equal ranks keep name order (the sort is stable): the
+            # least loaded first, then the highest hash.
+            ranks = [
+                (-held.get(name, 0), rendezvous(tiebreak, name) if tiebreak is not None else 0)
+                for name in names
+            ]
+            best = sorted(range(len(names)), key=lambda i: (keys[i], ranks[i]), reverse=True)
+            best = best[:seats]
         for index in best:
             floors[index] += 1
     shares = dict(quotas.fixed)

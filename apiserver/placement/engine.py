@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple, Protocol
 
+from apiserver.placement import room
 from apiserver.placement.apportion import apportion
 from apiserver.placement.selector import matches, tolerated
 from apiserver.placement.strategy import Strategy
@@ -290,9 +291,15 @@ def _judge(candidate: Candidate, strategy: Strategy, key: str, shown: str) -> _J
 
 
 def _verdict(
-    judged: _Judged, obj: Mapping[str, Any], placed: bool, now: float, settings: Settings
+    judged: _Judged,
+    obj: Mapping[str, Any],
+    placed: bool,
+    now: float,
+    settings: Settings,
+    new: bool = False,
 ) -> Verdict:
-    """The first thing that rules the location out, in the order users read them."""
+    """The first thing that rules the location out, in the order users read them. `new`: the
+    object has no placement yet, so there is nothing to churn and no cooldown to wait out."""
     verdict, candidate = judged.verdict, judged.candidate
     if judged.whatever_health:
         return verdict
@@ -309,7 +316,7 @@ def _verdict(
         grace_left = _duration(math.ceil(settings.grace - since))
         evacuating = f"not Ready, evacuating in {grace_left}"
         return Verdict(candidate.name, True, evacuating, Why.EVACUATING)
-    if not placed and since < settings.cooldown:
+    if not placed and not new and since < settings.cooldown:
         cooling = f"cooling down (Ready for {_duration(since)} of {_duration(settings.cooldown)})"
         return Verdict(candidate.name, False, cooling, Why.COOLING_DOWN)
     return verdict
@@ -424,8 +431,9 @@ def _verdicts(
 ) -> _Verdicts:
     if snapshot.steady and max(0.0, now - snapshot.settled_at) >= settings.cooldown:
         return _Verdicts(snapshot.verdicts, snapshot.eligible, frozenset())
+    new = not current  # a first placement is whole at once: the cooldown damps moves
     verdicts = tuple(
-        _verdict(judged, obj, judged.candidate.name in current, now, settings)
+        _verdict(judged, obj, judged.candidate.name in current, now, settings, new)
         for judged in snapshot.judged
     )
     eligible = {
@@ -454,6 +462,7 @@ class _Context:
     limits: Mapping[str, int]
     snapshot: _Snapshot
     steering: Steering = NOTHING
+    load: Mapping[str, int] = field(default_factory=dict)  # see `decide`
 
     def weight(self, name: str) -> int:
         return self.snapshot.weights[name]
@@ -540,15 +549,18 @@ def _split(ctx: _Context, names: Sequence[str]) -> _Outcome:
     ready = [name for name in names if name not in ctx.evacuating] if ctx.evacuating else names
     fixed = _keep_evacuating(ctx, names) if ready and ctx.evacuating else {}
     pool = ready or list(names)
-    divide = _divide_by_domain if ctx.steering.spread_key else _divide
-    shares, unplaced = divide(ctx, ctx.total - sum(fixed.values()), pool)
+    if ctx.steering.spread_key:
+        shares, unplaced = _divide_by_domain(ctx, ctx.total - sum(fixed.values()), pool)
+        no_room = None
+    else:
+        shares, unplaced, no_room = _divide_within_room(ctx, ctx.total - sum(fixed.values()), pool)
     if fixed:
         shares = dict(sorted({**shares, **fixed}.items()))
     # Only where it runs, or ran before (a share scaled to zero keeps its copy there).
     placement: Placement = {
         name: share for name, share in shares.items() if share > 0 or name in ctx.current
     }
-    return placement, _unplaced_message(ctx, unplaced)
+    return placement, _unplaced_message(ctx, unplaced) or no_room
 
 
 def _keep_evacuating(ctx: _Context, names: Sequence[str]) -> dict[str, int]:
@@ -562,6 +574,17 @@ def _keep_evacuating(ctx: _Context, names: Sequence[str]) -> dict[str, int]:
 
 
 def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, int], int]:
+    """Shares, and replicas not placed (every location at its maximum): the division for
+    callers that do not report on room."""
+    shares, unplaced, _ = _divide_within_room(ctx, total, pool)
+    return shares, unplaced
+
+
+def _divide_within_room(
+    ctx: _Context, total: int, pool: Sequence[str]
+) -> tuple[dict[str, int], int, str | None]:
+    """Shares, replicas not placed (every location at its maximum), and why replicas short of
+    room stay where they are (no other location has room for them)."""
     every = ctx.snapshot.weights
     # The snapshot's weights as they are when the pool is all of them (the usual case).
     weights = every if len(pool) == len(every) else {name: every[name] for name in pool}
@@ -574,6 +597,10 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
     for name, limit in ctx.limits.items():
         if name in weights:
             caps[name] = min(caps.get(name, limit), limit)
+    short = set(caps)  # where a share went for want of room, and stays back if none is found
+    # Replicas short of room move only as far as the others' free room fits them (#16).
+    destinations = _room_caps(ctx, weights, short) if ctx.missing else {}
+    caps.update(destinations)
     result = apportion(
         total,
         weights,
@@ -581,17 +608,61 @@ def _divide(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, i
         maximum=high,
         current={name: held or 0 for name, held in ctx.current.items() if name in weights},
         caps=caps,
+        tiebreak=_tiebreak(ctx.obj),
+        load=ctx.load,
     )
     shares = dict(result.shares)
-    if not (result.unplaced and caps):
-        return shares, result.unplaced
-    # No room anywhere: the rest stays pending where the strategy would put it, as on one
-    # cluster, rather than vanish from the placement.
-    room = None if high is None else {name: high - shares[name] for name in caps}
-    back = apportion(result.unplaced, {name: weights[name] for name in caps}, caps=room)
+    if not (result.unplaced and short):
+        return shares, result.unplaced, None
+    # No room anywhere: the rest stays pending, as on one cluster, rather than vanish from the
+    # placement — first back where it was stuck, then (a scale-up beyond every location's
+    # room) where the strategy would put it.
+    owed = {name: max(0, ctx.held(name) - shares[name]) for name in short}
+    if high is not None:
+        owed = {name: min(count, high - shares[name]) for name, count in owed.items()}
+    back = apportion(
+        min(result.unplaced, sum(owed.values())), {name: weights[name] for name in short}, caps=owed
+    )
     for name, extra in back.shares.items():
         shares[name] += extra
-    return shares, back.unplaced
+    rest = result.unplaced - sum(back.shares.values())
+    unplaced = back.unplaced
+    if rest:
+        room_left = None if high is None else {name: high - shares[name] for name in weights}
+        more = apportion(rest, weights, caps=room_left)
+        for name, extra in more.shares.items():
+            shares[name] += extra
+        unplaced += more.unplaced
+    no_room = None
+    if destinations:
+        moved = {name: shares[name] - ctx.held(name) for name in destinations}
+        free = {name: _free_of(ctx.locations[name]) for name in destinations}
+        no_room = room.no_room(result.unplaced, room.ask_of(ctx.obj), free, moved)
+    return shares, unplaced, no_room
+
+
+def _room_caps(ctx: _Context, weights: Mapping[str, int], short: set[str]) -> dict[str, int]:
+    """The most each location not short of room may hold: what it holds now and what its
+    free room fits (unknown room: no cap)."""
+    ask = room.ask_of(ctx.obj)
+    caps = {}
+    for name in weights:
+        free = _free_of(ctx.locations[name])
+        if name not in short and free is not None:
+            caps[name] = ctx.held(name) + room.fits(free, ask)
+    return caps
+
+
+def _free_of(candidate: Candidate) -> room.Free | None:
+    free = candidate.free
+    return None if free is None else room.Free(free.cpu_milli, free.memory, free.pods)
+
+
+def _tiebreak(obj: Mapping[str, Any]) -> str | None:
+    """Ties among equal locations go by a rendezvous hash of the workload's uid (issue #16):
+    many small workloads spread evenly, each stays put."""
+    uid = (obj.get("metadata") or {}).get("uid")
+    return uid if isinstance(uid, str) and uid else None
 
 
 def _divide_by_domain(ctx: _Context, total: int, pool: Sequence[str]) -> tuple[dict[str, int], int]:
@@ -798,8 +869,12 @@ def decide(
     missing_capacity: Mapping[str, int] | None = None,
     limits: Mapping[str, int] | None = None,
     denied: Mapping[str, str] | None = None,
+    load: Mapping[str, int] | None = None,
 ) -> Decision:
     """Place `obj` by `strategy` on `candidates`, given its `current` placement.
+
+    `load` counts, per location, the replicas of everything placed there: a replica left over
+    among equal locations goes to the least loaded, then by a hash of the object's uid.
 
     `missing_capacity` counts, per location, replicas that stayed unschedulable there past the
     grace period: that location is capped at what actually runs and the rest goes elsewhere.
@@ -846,6 +921,7 @@ def decide(
         limits=dict(limits or {}),
         snapshot=snapshot,
         steering=NOTHING if says_where else steer,
+        load=load or {},
     )
     placement, problem = _place(ctx)
     if placement is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import json
 import logging
 import time
@@ -27,12 +28,14 @@ from apiserver.hubcache import HubCache
 from apiserver.kinds import DEPENDENCIES, NAMESPACE_FOLLOWERS, QUOTA, WORKLOADS, Key, Kind
 from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.leader import Leadership
 from apiserver.locations.fleet import Fleet
 from apiserver.locations.model import Location
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.placement import engine
 from apiserver.placement.dependencies import follow, pod_spec_of, references
 from apiserver.placement.gates import GatesError, gated_message, placement_gates
+from apiserver.placement.load import Load
 from apiserver.placement.policy import denied
 from apiserver.placement.quantity import parse_quantity
 from apiserver.placement.schemas import SchemaCache
@@ -83,13 +86,6 @@ class Explanation:
     unknown: tuple[str, ...]  # locations the strategy names that do not exist
 
 
-def _always() -> asyncio.Event:
-    """Leadership for a loop run alone (tests, benchmarks): always leading."""
-    event = asyncio.Event()
-    event.set()
-    return event
-
-
 def read_placement(obj: Obj) -> dict[str, int | None]:
     text = (obj["metadata"].get("annotations") or {}).get(PLACEMENT)
     if not text:
@@ -114,11 +110,13 @@ class PlacementLoop:
         fleet: Fleet,
         settings: Settings = Settings(),
         pending: Callable[[str], Unschedulable | None] = lambda _: None,
-        leading: asyncio.Event | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self.hub: Kube = cache.hub
         self.cache = cache
-        self.leading = leading or _always()
+        # A loop run alone (tests, benchmarks) always leads.
+        self.leadership = leadership or Leadership.solo()
+        self.leading = self.leadership.leading
         self.settings = settings
         self.pending = pending
         self.events = events.Recorder(cache.hub, COMPONENT)
@@ -138,6 +136,10 @@ class PlacementLoop:
         self._warned: dict[Key, str] = {}  # the last Warning message recorded for an object
         self._locations_seen: dict[str, Any] = {}  # name -> what decisions read of it
         self.uses: dict[Key, set[Key]] = {}  # workload -> dependencies it uses
+        self.load = Load()  # replicas per location over every workload: ties go to the least
+        # Workloads with replicas stuck for want of room: room freed anywhere is a reason to
+        # look again (they wait for it rather than move to a location just as full).
+        self._short: set[Key] = set()
         cache.subscribe(self._on_object)
         cache.namespaces.subscribe(self._on_namespace)
         cache.locations.subscribe(self._on_location)
@@ -147,9 +149,15 @@ class PlacementLoop:
 
     async def run(self) -> None:
         await self.cache.wait_synced()
+        for kind in WORKLOADS:
+            for key in self.cache.list_keys(kind):
+                if (obj := self.cache.get(key)) is not None:
+                    self.load.note(key, read_placement(obj))
         self._enqueue_all()
         tasks = [
-            asyncio.create_task(self.queue.work(self.reconcile, __name__))
+            asyncio.create_task(
+                self.queue.work(functools.partial(self.leadership.act, self.reconcile), __name__)
+            )
             for _ in range(self.settings.workers)
         ]
         tasks.append(asyncio.create_task(self._resync()))
@@ -221,11 +229,12 @@ class PlacementLoop:
 
     def _weighs_room(self, key: Key) -> bool:
         """Can room in a location change this object's placement? Only while it is not placed
-        yet (a Single picks the roomiest) or when its strategy weighs by capacity."""
+        yet (a Single picks the roomiest), while replicas of it wait for room, or when its
+        strategy weighs by capacity."""
         obj = self.cache.get(key)
         if obj is None:
             return False
-        if not read_placement(obj):
+        if not read_placement(obj) or key in self._short:
             return True
         own = (obj["metadata"].get("annotations") or {}).get(STRATEGY) or ""
         ns = self.cache.namespace(key.namespace)
@@ -250,6 +259,8 @@ class PlacementLoop:
         cached, info = self.cache.get(key), self.cache.kinds.get(key.kind)
         if cached is None or info is None:
             self._forget_uses(key)
+            self.load.note(key, {})
+            self._short.discard(key)
             self._warned.pop(key, None)
             self._held.pop(key, None)
             self._unwritten.discard(key)
@@ -301,6 +312,10 @@ class PlacementLoop:
         # A held location already lost its stuck replicas; they linger until the child
         # scales down, and must not be taken away a second time.
         missing = {name: count for name, count in missing.items() if name not in held}
+        if missing:
+            self._short.add(key)
+        else:
+            self._short.discard(key)
         decision = engine.decide(
             obj,
             strategy,
@@ -311,7 +326,10 @@ class PlacementLoop:
             missing_capacity=missing,
             limits=held,
             denied=self._denied(key.namespace, candidates),
+            load=self.load.besides(key) if key.kind in WORKLOADS else None,
         )
+        if key.kind in WORKLOADS:
+            self.load.note(key, decision.placement)
         self._hold(key, missing, current, decision.placement, now)
         if decision.unplaceable:
             condition = ("False", "Unplaceable", decision.unplaceable, True)

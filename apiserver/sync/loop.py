@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Coroutine
@@ -148,6 +149,7 @@ class SyncLoop:
     ) -> None:
         self.hub: Kube = cache.hub
         self.cache = cache
+        self.leadership = placement.leadership
         self.leading = placement.leading
         self.fleet = fleet
         self.settings = settings
@@ -158,7 +160,8 @@ class SyncLoop:
         self.applied: dict[Key, dict[str, tuple[int, int]]] = {}
         # hub key -> location -> (digest of what we applied, the child's version it produced).
         # A child status change re-queues the hub object; this spares re-applying unchanged
-        # objects. A spec edit by hand bumps the generation, so drift is still undone.
+        # objects. A spec edit by hand bumps the generation, and a label or annotation edit is
+        # seen by `_wears`, so drift is still undone.
         self._written: dict[Key, dict[str, tuple[str, str]]] = {}
         # Placements handed over by the placement loop before they are on the hub: hub key ->
         # (the annotation it replaces, the placement). Good only while the cached object still
@@ -201,7 +204,9 @@ class SyncLoop:
             await self._on_location("ADDED", location, None)
         self._enqueue_all()
         workers = [
-            asyncio.create_task(self.queue.work(self.reconcile, __name__))
+            asyncio.create_task(
+                self.queue.work(functools.partial(self.leadership.act, self.reconcile), __name__)
+            )
             for _ in range(self.settings.workers)
         ]
         workers.append(asyncio.create_task(self._report_counts()))
@@ -409,6 +414,7 @@ class SyncLoop:
         task = asyncio.create_task(laned(), name=f"{key} in {location}")
         self._inflight[(key, location)] = task
         task.add_done_callback(finished)
+        self.leadership.track(task)  # a leader stepping down stops its writes
         done, _ = await asyncio.wait({task}, timeout=self.settings.patience)
         if done:
             return task.result()
@@ -491,7 +497,10 @@ class SyncLoop:
             # is; a running one is made anew). The hub's generation may still have moved (a
             # Deployment's does on annotation changes, such as a new placement): the child
             # reflects it all the same.
-            unchanged = written.get(location) == (digest, _version(current))
+            # Labels and annotations are in the check too: editing them moves no generation.
+            unchanged = written.get(location) == (digest, _version(current)) and _wears(
+                current, desired
+            )
             immutable = not unchanged and _immutable_change(info.kind, current, desired)
             if immutable and not _finished(current):
                 return await self._replace(key, info, hub, location)
@@ -703,6 +712,17 @@ def _differs(current: dict[str, Any], new: dict[str, Any]) -> bool:
         elif current.get(field) != value:
             return True
     return False
+
+
+def _wears(child: Obj, desired: Obj) -> bool:
+    """Does the child still carry every label and annotation we set, as we set them? Others'
+    own keys (a controller's revision annotation, a label added by hand) do not matter."""
+    for field in ("labels", "annotations"):
+        have = child.get("metadata", {}).get(field) or {}
+        for key, value in (desired["metadata"].get(field) or {}).items():
+            if have.get(key) != value:
+                return False
+    return True
 
 
 def _immutable_change(kind: str, current: Obj, desired: Obj) -> bool:

@@ -224,11 +224,69 @@ def write_files(state: State) -> None:
                 )
         if cluster.role == HUB:
             fp = pki.ensure_ca(p, "front-proxy-ca", "kmc-testbed-front-proxy-ca")
-            pki.ensure_cert(p, "front-proxy-client", fp, "front-proxy-client")
+            proxy = pki.ensure_cert(p, "front-proxy-client", fp, "front-proxy-client")
+            write_admission_config(cluster.folder, proxy)
+            write_audit_policy(cluster.folder)
         entries.append(
             kubeconfig.entry(cluster.name, cluster.server, ca.cert, admin.cert, admin.key)
         )
     kubeconfig.write(config.kubeconfig_path(), entries, HUB)
+
+
+def write_admission_config(folder: Path, client: pki.Pair) -> None:
+    """The hub's admission configuration: it calls webhooks with the front-proxy client
+    certificate, which kmc-apiserver's admission webhook requires (anyone else gets 401).
+    "*" offers it to every webhook; on the bed ours is the only one."""
+    kubeconfig_file = folder / "admission-webhooks.kubeconfig"
+    users = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "users": [
+            {
+                "name": "*",
+                "user": {"client-certificate": str(client.cert), "client-key": str(client.key)},
+            }
+        ],
+    }
+    kubeconfig_file.write_text(json.dumps(users, indent=2))
+    webhook = {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "WebhookAdmissionConfiguration",
+        "kubeConfigFile": str(kubeconfig_file),
+    }
+    admission = {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": [
+            {"name": name, "configuration": webhook}
+            for name in ("ValidatingAdmissionWebhook", "MutatingAdmissionWebhook")
+        ],
+    }
+    (folder / "admission.yaml").write_text(json.dumps(admission, indent=2))
+
+
+def write_audit_policy(folder: Path) -> None:
+    """The hub's audit policy: every write, at Metadata level (who, what, when, with which
+    User-Agent), once its response is sent. The fault tests read it to tell which
+    kmc-apiserver replica wrote what, and when (`audit_log`)."""
+    policy = {
+        "apiVersion": "audit.k8s.io/v1",
+        "kind": "Policy",
+        "omitStages": ["RequestReceived", "ResponseStarted"],
+        "rules": [
+            {
+                "level": "Metadata",
+                "verbs": ["create", "update", "patch", "delete", "deletecollection"],
+            },
+            {"level": "None"},
+        ],
+    }
+    (folder / "audit-policy.yaml").write_text(json.dumps(policy, indent=2))
+
+
+def audit_log() -> Path:
+    """Where the hub writes its audit events (one JSON object a line)."""
+    return config.state_dir() / HUB / "audit.log"
 
 
 # ---------------------------------------------------------------------------------------
@@ -366,6 +424,14 @@ def _apiserver_command(state: State, cluster: Cluster) -> list[str]:
             f"--proxy-client-key-file={p / 'front-proxy-client.key'}",
             # Off, so an APIService may point at an ExternalName Service for localhost.
             "--enable-aggregator-routing=false",
+            # Webhooks are called with the front-proxy client certificate (our webhook
+            # answers nobody else).
+            f"--admission-control-config-file={cluster.folder / 'admission.yaml'}",
+            # Every write, so the fault tests can tell which replica wrote and when.
+            f"--audit-policy-file={cluster.folder / 'audit-policy.yaml'}",
+            f"--audit-log-path={audit_log()}",
+            "--audit-log-maxsize=200",
+            "--audit-log-maxbackup=1",
         ]
     return cmd
 

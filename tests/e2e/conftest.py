@@ -11,6 +11,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -107,12 +108,71 @@ def _fresh_name(request: pytest.FixtureRequest) -> str:
 def namespace(request: pytest.FixtureRequest, kubectl: dict[str, Kubectl]) -> Iterator[str]:
     """A fresh namespace in the hub, named after the test, deleted as a user deletes one:
     on the hub only. The children's copies are kubectl-mc's to make and to remove, so every
-    test also checks that clean-up, and none pulls a namespace from under a live hub object
-    (what the next test would then find the sync loop busy putting back)."""
+    test also checks that clean-up (`children_cleaned_up`, at the end of the session), and
+    none pulls a namespace from under a live hub object (what the next test would then find
+    the sync loop busy putting back)."""
     name = _fresh_name(request)
     kubectl["hub"].run("create", "namespace", name)
     yield name
     kubectl["hub"].run("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+    _DELETED.append(name)
+
+
+# Test namespaces deleted on the hub, whose clean-up in the children is checked at the end of
+# the session (`children_cleaned_up`): waiting for each in its own teardown cost 5-12 s a test.
+_DELETED: list[str] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def children_cleaned_up(testbed_up: bed.State) -> Iterator[None]:
+    """After the last test (and before a bed this run started goes down): nothing of any test
+    is left in any child."""
+    yield
+    if _DELETED:
+        assert_cleaned_up({name: Kubectl(name) for name in CLUSTERS}, _DELETED)
+
+
+def assert_cleaned_up(kubectl: dict[str, Kubectl], names: list[str], timeout: float = 300) -> None:
+    """Once a hub namespace is gone, nothing of its test may stay in any child: the namespace
+    we made there is gone, or going with nothing of ours left in it."""
+    deadline = time.monotonic() + timeout
+    left: dict[str, str] = {}
+    pending = list(names)
+    while pending and time.monotonic() < deadline:
+        left = {}
+        for name in pending:
+            hub = kubectl["hub"].run("get", "namespace", name, "-o", "name", check=False)
+            if hub.returncode == 0:
+                left[f"{name} on the hub"] = "still there"
+                continue
+            for child in CHILDREN:
+                why = _left_in(kubectl[child], name)
+                if why:
+                    left[f"{name} in {child}"] = why
+        pending = sorted({key.split(" ", 1)[0] for key in left})
+        if pending:
+            time.sleep(1)
+    assert not left, f"test namespaces not cleaned up after {timeout:.0f}s: {left}"
+
+
+def _left_in(child: Kubectl, name: str) -> str | None:
+    proc = child.run("get", "namespace", name, "-o", "json", check=False)
+    if proc.returncode != 0:
+        return None if "NotFound" in proc.stderr else proc.stderr.strip()
+    if not json.loads(proc.stdout)["metadata"].get("deletionTimestamp"):
+        return "the namespace is still there, not being deleted"
+    ours = child.run(
+        "get",
+        "all,configmaps,secrets,serviceaccounts",
+        "-n",
+        name,
+        "-l",
+        "kmc.dev/origin-uid",
+        "-o",
+        "name",
+        check=False,
+    )
+    return f"still holds {ours.stdout.split()}" if ours.stdout.strip() else None
 
 
 @pytest.fixture

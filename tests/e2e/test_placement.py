@@ -188,29 +188,17 @@ def test_weights_and_max_per_location(
     capped = {"type": "Split", "weights": {"us-east": 10}, "maxPerLocation": 3}
     hub.apply(with_strategy(deployment("weighted", 8), weighted), namespace)
     hub.apply(with_strategy(deployment("capped", 6), capped), namespace)
-    # 8 by 3:1:1 is 4.8/1.6/1.6: floors 4/1/1, the two spare replicas by largest remainder.
-    expect_placement(
-        hub,
-        "deployment",
-        "weighted",
-        namespace,
-        {
-            "eu-west": 2,
-            "us-east": 5,
-            "us-west": 1,
-        },
-    )
-    expect_placement(
-        hub,
-        "deployment",
-        "capped",
-        namespace,
-        {
-            "eu-west": 2,
-            "us-east": 3,
-            "us-west": 1,
-        },
-    )
+
+    # 8 by 3:1:1 is 4.8/1.6/1.6: floors 4/1/1, the two spare replicas by largest remainder:
+    # one to us-east, and one to eu-west or us-west, tied (a hash of the uid picks).
+    def us_east_and_a_tie(east: int, tied: list[int]) -> Callable[[Placement], bool]:
+        return lambda p: (
+            p.get("us-east") == east
+            and sorted(p.get(loc) or 0 for loc in ("eu-west", "us-west")) == tied
+        )
+
+    wait_placement(hub, "deployment", "weighted", namespace, us_east_and_a_tie(5, [1, 2]))
+    wait_placement(hub, "deployment", "capped", namespace, us_east_and_a_tie(3, [1, 2]))
 
 
 def test_taints_keep_out_what_does_not_tolerate_them(

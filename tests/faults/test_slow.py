@@ -1,6 +1,8 @@
 """A slow location: a TCP proxy on loopback in front of one child adds seconds to every
-chunk it forwards. Lists through the hub answer within the per-location timeout, naming it;
-the other locations keep syncing as fast as ever; restored, it recovers.
+chunk it forwards. While the location is still Ready, lists through the hub answer within
+the per-location timeout, naming it as timed out (not as not Ready: that would skip the
+timeout altogether); once its probes mark it not Ready it is left out at once; the other
+locations keep syncing as fast as ever; restored, it recovers.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class SlowProxy:
     def __init__(self, target: int) -> None:
         self.target = target
         self.port = bed.free_ports(1)[0]
+        self.connections = 0  # accepted so far: kmc-apiserver's client now goes through us
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 
@@ -55,6 +58,7 @@ class SlowProxy:
         await asyncio.gather(*others, return_exceptions=True)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
         await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
 
@@ -91,17 +95,19 @@ def point_at(hub: Kubectl, port: int) -> None:
 
 
 @pytest.fixture
-def slow(installed: bed.State, kubectl: dict[str, Kubectl]) -> Iterator[None]:
+def slow(installed: bed.State, kubectl: dict[str, Kubectl]) -> Iterator[SlowProxy]:
+    """The location behind the proxy, as soon as kmc-apiserver reaches it through it (still
+    Ready: its probes take seconds to time out twice)."""
     hub = kubectl["hub"]
     port = installed.cluster(SLOW).ports["apiserver"]
     with SlowProxy(port) as proxy:
         point_at(hub, proxy.port)
         try:
             deadline = time.monotonic() + 30
-            while _ready(hub):  # the next probe goes through the proxy, and times out
-                assert time.monotonic() < deadline, f"{SLOW} stayed Ready behind the proxy"
-                time.sleep(0.5)
-            yield
+            while not proxy.connections:  # its client is rebuilt at the next probe
+                assert time.monotonic() < deadline, f"{SLOW} is not reached through the proxy"
+                time.sleep(0.05)
+            yield proxy
         finally:
             point_at(hub, port)
     deadline = time.monotonic() + 60
@@ -117,16 +123,29 @@ def _ready(hub: Kubectl) -> bool:
 
 
 def test_a_slow_location_slows_nothing_else(
-    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, slow: None
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, slow: SlowProxy
 ) -> None:
     hub = kubectl["hub"]
+    # Still Ready: asked, and left out by the per-location timeout.
+    assert _ready(hub)
+    started = time.monotonic()
+    out = hub.run("get", "pods.remote.kmc.dev", "-n", namespace)
+    took = time.monotonic() - started
+    assert took < 3 + 1.5, f"the list took {took:.1f}s"
+    assert f"location {SLOW} left out: no answer 3s after another location" in out.stderr, (
+        out.stderr
+    )
+    # Its probes find it too slow: not Ready, and left out without being asked.
+    deadline = time.monotonic() + 30
+    while _ready(hub):
+        assert time.monotonic() < deadline, f"{SLOW} stayed Ready behind the proxy"
+        time.sleep(0.5)
     hub.apply(deployment("before", 3), namespace)
     wait_placement(hub, "deployment", "before", namespace)
     started = time.monotonic()
     out = hub.run("get", "pods.remote.kmc.dev", "-n", namespace)
     took = time.monotonic() - started
     assert took < 3 + 1.5, f"the list took {took:.1f}s"
-    # Left out, named: the probe found it too slow to be Ready.
     assert "Warning:" in out.stderr and SLOW in out.stderr
     pinned = with_strategy(deployment("fast", 2), {"type": "Split", "pin": ["us-east"]})
     started = time.monotonic()

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apiserver.placement.apportion import Apportionment, apportion
+from apiserver.placement.apportion import Apportionment, apportion, rendezvous
 
 names = st.sampled_from([f"loc-{letter}" for letter in "abcdefgh"])
 weight_maps = st.dictionaries(names, st.integers(0, 6), min_size=1, max_size=6)
@@ -258,6 +258,8 @@ def fraction_apportion(
     maximum: int | None = None,
     current: Mapping[str, int] | None = None,
     caps: Mapping[str, int] | None = None,
+    tiebreak: str | None = None,
+    load: Mapping[str, int] | None = None,
 ) -> Apportionment:
     exact = {name: Fraction(weight) for name, weight in weights.items()}
     if not any(exact.values()):
@@ -270,7 +272,7 @@ def fraction_apportion(
     if all(bound < math.inf for bound in high.values()) and total >= sum(high.values()):
         return _fraction_finish({name: int(bound) for name, bound in high.items()}, total)
     quotas = _fraction_bounded_quotas(total, exact, low, high)
-    return _fraction_finish(_fraction_round(total, quotas, current), total)
+    return _fraction_finish(_fraction_round(total, quotas, current, tiebreak, load), total)
 
 
 def _fraction_minimums_first(
@@ -315,15 +317,21 @@ def _fraction_bounded_quotas(
 
 
 def _fraction_round(
-    total: int, quotas: Mapping[str, Fraction], current: Mapping[str, int] | None
+    total: int,
+    quotas: Mapping[str, Fraction],
+    current: Mapping[str, int] | None,
+    tiebreak: str | None,
+    load: Mapping[str, int] | None,
 ) -> dict[str, int]:
     shares = {name: math.floor(quota) for name, quota in quotas.items()}
     seats = total - sum(shares.values())
     held = current or {}
 
-    def priority(name: str) -> tuple[bool, Fraction, str]:
+    def priority(name: str) -> tuple[bool, Fraction, int, int, str]:
         already_there = held.get(name, 0) > shares[name]
-        return (not already_there, -(quotas[name] - shares[name]), name)
+        rank = -rendezvous(tiebreak, name) if tiebreak is not None else 0
+        busy = (load or {}).get(name, 0)
+        return (not already_there, -(quotas[name] - shares[name]), busy, rank, name)
 
     fractional = [name for name in quotas if quotas[name] != shares[name]]
     for name in sorted(fractional, key=priority)[:seats]:
@@ -365,6 +373,8 @@ weight_mixes = st.one_of(
     st.one_of(st.none(), st.integers(0, 8), st.integers(0, 60)),
     st.one_of(st.none(), st.dictionaries(st.one_of(names, many_names), st.integers(0, 200))),
     st.one_of(st.none(), st.dictionaries(st.one_of(names, many_names), st.integers(0, 60))),
+    st.one_of(st.none(), st.uuids().map(str)),
+    st.one_of(st.none(), st.dictionaries(st.one_of(names, many_names), st.integers(0, 3))),
 )
 def test_integer_arithmetic_agrees_with_fractions(
     total: int,
@@ -373,11 +383,94 @@ def test_integer_arithmetic_agrees_with_fractions(
     extra: int | None,
     current: dict[str, int] | None,
     caps: dict[str, int] | None,
+    tiebreak: str | None,
+    load: dict[str, int] | None,
 ) -> None:
     high = None if extra is None else low + extra
-    expected = fraction_apportion(
-        total, weights, minimum=low, maximum=high, current=current, caps=caps
-    )
-    got = apportion(total, weights, minimum=low, maximum=high, current=current, caps=caps)
+    bounds = {"minimum": low, "maximum": high, "current": current, "caps": caps}
+    expected = fraction_apportion(total, weights, **bounds, tiebreak=tiebreak, load=load)  # type: ignore[arg-type]
+    got = apportion(total, weights, **bounds, tiebreak=tiebreak, load=load)  # type: ignore[arg-type]
     assert got == expected
     assert list(got.shares) == list(expected.shares)
+
+
+# --- ties: rendezvous hashing of (workload uid, location) ---------------------------------------
+
+uids = st.uuids().map(str)
+
+
+@given(st.integers(0, 60), weight_maps, st.dictionaries(names, st.integers(0, 12)), uids)
+def test_a_tiebreak_keeps_quotas_and_fewest_moves(
+    total: int, weights: dict[str, int], current: dict[str, int], uid: str
+) -> None:
+    quotas = hamilton_quotas(total, weights)
+    result = apportion(total, weights, current=current, tiebreak=uid)
+    for name, share in result.shares.items():
+        assert math.floor(quotas[name]) <= share <= math.ceil(quotas[name])
+    if total <= 40:
+        assert result.moved(current) == fewest_moves(total, weights, current)
+
+
+@given(st.integers(0, 60), weight_maps, uids, st.randoms(use_true_random=False))
+def test_a_tiebreak_is_deterministic_and_a_fixed_point(
+    total: int, weights: dict[str, int], uid: str, rng: random.Random
+) -> None:
+    first = apportion(total, weights, tiebreak=uid)
+    items = list(weights.items())
+    rng.shuffle(items)
+    assert apportion(total, dict(items), tiebreak=uid) == first
+    # Decided again from what it placed (a restart): nothing moves.
+    assert apportion(total, weights, current=first.shares, tiebreak=uid) == first
+
+
+def test_five_over_three_is_not_always_two_two_one_in_name_order() -> None:
+    seen = {
+        tuple(apportion(5, {"a": 1, "b": 1, "c": 1}, tiebreak=f"uid-{i}").shares.values())
+        for i in range(30)
+    }
+    assert seen == {(2, 2, 1), (2, 1, 2), (1, 2, 2)}
+
+
+def test_ninety_single_replicas_spread_evenly_over_three_equal_locations() -> None:
+    """Hashes alone scatter them (a multinomial: about ±5 around 30); the load keeps every
+    location within one of the others."""
+    weights = {"eu-west": 1, "us-east": 1, "us-west": 1}
+    hashed = dict.fromkeys(weights, 0)
+    loaded = dict.fromkeys(weights, 0)
+    for index in range(90):
+        uid = f"3f0c8a2e-{index:04d}-4b7e-9a51-6d2c0e1f{index:04x}"
+        (where,) = (n for n, share in apportion(1, weights, tiebreak=uid).shares.items() if share)
+        hashed[where] += 1
+        shares = apportion(1, weights, tiebreak=uid, load=loaded).shares
+        (where,) = (name for name, share in shares.items() if share)
+        loaded[where] += 1
+    assert set(hashed.values()) != {30} and sum(hashed.values()) == 90
+    assert loaded == {"eu-west": 30, "us-east": 30, "us-west": 30}
+
+
+def test_the_load_breaks_ties_only() -> None:
+    """A larger remainder, or a seat already held, wins whatever the load."""
+    assert apportion(7, {"a": 1, "b": 2, "c": 2}, load={"b": 50, "c": 50}).shares == {
+        "a": 1,
+        "b": 3,
+        "c": 3,
+    }
+    held = {"a": 2, "b": 2, "c": 1}
+    assert apportion(5, {"a": 1, "b": 1, "c": 1}, current=held, load={"a": 9, "b": 9}).shares == (
+        held
+    )
+    assert apportion(5, {"a": 1, "b": 1, "c": 1}, load={"a": 9, "b": 9}).shares["c"] == 2
+
+
+@given(st.integers(1, 6), st.lists(uids, min_size=1, max_size=30))
+def test_adding_a_location_moves_only_what_it_takes(count: int, workloads: list[str]) -> None:
+    """Single replicas: with one more equal location, a workload either stays or moves to
+    the new one, never between old ones (rendezvous hashing's promise)."""
+    before = {f"old-{index}": 1 for index in range(count)}
+    after = {**before, "new": 1}
+    for uid in workloads:
+        current = apportion(1, before, tiebreak=uid).shares
+        fresh = apportion(1, after, tiebreak=uid).shares
+        (was,) = (name for name, share in current.items() if share)
+        (now,) = (name for name, share in fresh.items() if share)
+        assert now in (was, "new")

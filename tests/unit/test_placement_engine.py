@@ -203,7 +203,8 @@ WITH_INIT = {
     ],
 )
 def test_each_reason(candidate: Candidate, how: Strategy, reason: str, code: Why) -> None:
-    decision = run([candidate], how=how)
+    # Placed elsewhere already: a first placement waits for no cooldown.
+    decision = run([candidate], current={"elsewhere": 1}, how=how)
     (verdict,) = decision.verdicts
     assert (verdict.location, verdict.eligible, verdict.reason) == (
         "x",
