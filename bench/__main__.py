@@ -166,6 +166,9 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         "plugin_ratio": next(
             (r["ratio"] for r in rows if r["benchmark"] == "plugin.get_deployments"), None
         ),
+        "plugin_ratio_krew_zipapp": figure(
+            rows, "plugin.get_deployments", "median_ms_krew_zipapp", "ratio"
+        ),
         "move_min_available_ratio": figure(rows, "move", "min_available_ratio"),
         "move_samples_during": figure(rows, "move", "samples_during_move"),
         "lost_objects": figure(rows, "integrity", "lost_objects"),

@@ -17,11 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from bench.objects import deployment
@@ -36,17 +39,28 @@ def _kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProces
     return subprocess.run(cmd, capture_output=True, text=True, input=stdin, env=env, check=True)
 
 
-def _timed(cmd: list[str]) -> float:
+def _timed(cmd: list[str], first_on_path: Path = VENV_BIN) -> float:
     cmd = [*cmd, "--kubeconfig", str(bedconfig.kubeconfig_path()), "--context", "hub"]
-    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{first_on_path}{os.pathsep}{os.environ['PATH']}"}
     started = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
     return time.perf_counter() - started
 
 
+def _zipapp(folder: Path) -> Path:
+    """The plugin as krew installs it: the release's zipapp, as `kubectl-mc` in `folder`."""
+    import kmc_release
+
+    path = folder / "kubectl-mc"
+    path.write_bytes(kmc_release.build_zipapp(kmc_release.zipapp_members()))
+    path.chmod(0o755)
+    return folder
+
+
 def measure(deployments: int, runs: int) -> list[dict[str, Any]]:
     ns = f"bench-plugin-{uuid.uuid4().hex[:5]}"
     _kubectl("create", "namespace", ns)
+    krew = _zipapp(Path(tempfile.mkdtemp(prefix="kmc-zipapp-")))
     try:
         items = [deployment(f"web-{i}", 1) for i in range(deployments)]
         _kubectl(
@@ -70,15 +84,18 @@ def measure(deployments: int, runs: int) -> list[dict[str, Any]]:
             "kubectl": ["kubectl", "get", "deployments", "-n", ns],
             "kubectl_mc_view": ["kubectl", "get", "deployments.mc.kmc.dev", "-n", ns],
             "plugin_alone": [str(VENV_BIN / "kubectl-mc"), "get", "deployments", "-n", ns],
+            "plugin_zipapp": ["kubectl", "mc", "get", "deployments", "-n", ns],
         }
-        for args in commands.values():  # warm: kubectl's discovery cache, the page cache
-            _timed(args)
+        path = {"plugin_zipapp": krew}
+        for name, args in commands.items():  # warm: kubectl's discovery cache, the page cache
+            _timed(args, path.get(name, VENV_BIN))
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(runs):
             for name, args in commands.items():
-                times[name].append(_timed(args))
+                times[name].append(_timed(args, path.get(name, VENV_BIN)))
     finally:
         _kubectl("delete", "namespace", ns, "--wait=false")
+        shutil.rmtree(krew, ignore_errors=True)
     median = {name: statistics.median(values) * 1000 for name, values in times.items()}
     return [
         {
@@ -94,6 +111,15 @@ def measure(deployments: int, runs: int) -> list[dict[str, Any]]:
             "value": round(median["plugin"], 1),
             "baseline": round(median["kubectl_mc_view"], 1),
             "ratio": round(median["plugin"] / median["kubectl_mc_view"], 2),
+        },
+        {
+            # As krew installs it: the release zipapp on PATH (no editable-install finder,
+            # but no bytecode cache either: every run compiles what it imports).
+            "benchmark": "plugin.get_deployments",
+            "figure": "median_ms_krew_zipapp",
+            "value": round(median["plugin_zipapp"], 1),
+            "baseline": round(median["kubectl"], 1),
+            "ratio": round(median["plugin_zipapp"] / median["kubectl"], 2),
         },
         {
             # kubectl-mc run directly: what Python costs without kubectl's own start in front.

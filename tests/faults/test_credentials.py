@@ -4,12 +4,12 @@ nothing of ours is deleted anywhere; with the credentials back it is Ready again
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import yaml
 
 from kmc_testbed import bed
@@ -26,10 +26,9 @@ def condition(hub: Kubectl) -> dict[str, Any]:
     return found
 
 
-@pytest.fixture
-def revoked(installed: bed.State, kubectl: dict[str, Kubectl]) -> Iterator[None]:
+@contextlib.contextmanager
+def revoked(hub: Kubectl) -> Iterator[None]:
     """The Location's kubeconfig now presents a token the child has never issued."""
-    hub = kubectl["hub"]
     secret = hub.json("get", "secret", f"location-{REVOKED}", "-n", "kmc-system")
     key = next(iter(secret["data"]))
     original = secret["data"][key]
@@ -50,10 +49,20 @@ def revoked(installed: bed.State, kubectl: dict[str, Kubectl]) -> Iterator[None]
 
 
 def test_revoked_credentials_say_so_and_delete_nothing(
-    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, revoked: None
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
     hub, child = kubectl["hub"], kubectl[REVOKED]
     hub.apply(deployment("web", 3), namespace)
+    # Placed everywhere first: then there is something of ours in the child not to delete.
+    deadline = time.monotonic() + 120
+    while child.run("get", "deployment", "web", "-n", namespace, check=False).returncode != 0:
+        assert time.monotonic() < deadline, f"web never reached {REVOKED}"
+        time.sleep(0.5)
+    with revoked(hub):
+        revoked_and_nothing_deleted(hub, child, namespace)
+
+
+def revoked_and_nothing_deleted(hub: Kubectl, child: Kubectl, namespace: str) -> None:
     deadline = time.monotonic() + 30
     while condition(hub)["status"] == "True":
         assert time.monotonic() < deadline, "the revoked location stayed Ready"
