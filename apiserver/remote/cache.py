@@ -365,10 +365,6 @@ def attributes(kind: RemoteKind, namespace: str | None, verb: str) -> Attributes
     )
 
 
-def encoded_list(parts: list[bytes]) -> bytes:
-    return b"[" + b",".join(parts) + b"]"
-
-
 def table_head(api_version: str, metadata: dict[str, Any], columns: bytes) -> bytes:
     return (
         b'{"kind":"Table","apiVersion":'

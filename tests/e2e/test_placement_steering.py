@@ -5,12 +5,12 @@ immovable strategies, and the pod template's own constraints.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from kmc_testbed import bed
 
 from .conftest import Kubectl
+from .test_locations import wait_until
 from .test_placement import (
     events_of,
     placed_condition,
@@ -31,13 +31,12 @@ GATES = "kmc.dev/placement-gates"
 def wait_condition_reason(
     hub: Kubectl, name: str, namespace: str, reason: str, timeout: float = 30.0
 ) -> dict[str, object]:
-    deadline = time.monotonic() + timeout
-    while True:
+    def reached() -> dict[str, object] | None:
         condition = placed_condition(hub, "deployment", name, namespace)
-        if condition.get("reason") == reason:
-            return condition
-        assert time.monotonic() < deadline, f"deployment/{name}: Placed stayed {condition}"
-        time.sleep(0.5)
+        return condition if condition.get("reason") == reason else None
+
+    found: dict[str, object] = wait_until(f"deployment/{name} Placed {reason}", reached, timeout)
+    return found
 
 
 def test_a_gated_deployment_waits_unplaced_until_its_last_gate_goes(

@@ -5,13 +5,13 @@ and a kmc-apiserver restart, which decides every one of them again, moves none."
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 
 from bench import objects
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl, run_testbed
+from .test_locations import wait_until
 from .test_placement import wait_locations_settled, wait_placement
 from .test_testbed import deployment
 
@@ -30,13 +30,12 @@ def placements(hub: Kubectl, namespace: str) -> dict[str, dict[str, int]]:
 def wait_all_placed(
     hub: Kubectl, namespace: str, timeout: float = 240
 ) -> dict[str, dict[str, int]]:
-    deadline = time.monotonic() + timeout
-    while True:
+    def placed() -> dict[str, dict[str, int]] | None:
         found = placements(hub, namespace)
-        if len(found) >= COUNT:
-            return found
-        assert time.monotonic() < deadline, f"only {len(found)} of {COUNT} placed"
-        time.sleep(1)
+        return found if len(found) >= COUNT else None
+
+    done: dict[str, dict[str, int]] = wait_until(f"all {COUNT} placed", placed, timeout)
+    return done
 
 
 def test_ninety_single_replicas_spread_evenly_and_a_restart_moves_none(

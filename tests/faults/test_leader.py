@@ -47,6 +47,16 @@ def direct_get(port: int, certs: Path, path: str) -> Any:
         return json.loads(response.read())
 
 
+def second_replica(installed: bed.State, port: int, certs: Path) -> list[str]:
+    """The bed's kmc-apiserver command for one more replica, on `port` with its own certs."""
+    assert installed.kmc_port is not None
+    return [
+        arg.replace(f"--secure-port={installed.kmc_port}", f"--secure-port={port}")
+        for arg in bed._kmc_command(installed)
+        if not arg.startswith("--cert-dir")
+    ] + [f"--cert-dir={certs}"]
+
+
 def test_the_follower_serves_reads_and_takes_over_from_a_killed_leader(
     installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
@@ -57,11 +67,7 @@ def test_the_follower_serves_reads_and_takes_over_from_a_killed_leader(
     port = bed.free_ports(1)[0]
     with tempfile.TemporaryDirectory() as folder:
         certs = Path(folder) / "certs"
-        command = [
-            arg.replace(f"--secure-port={installed.kmc_port}", f"--secure-port={port}")
-            for arg in bed._kmc_command(installed)
-            if not arg.startswith("--cert-dir")
-        ] + [f"--cert-dir={certs}"]
+        command = second_replica(installed, port, certs)
         log = (Path(folder) / "second.log").open("w")
         second = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:

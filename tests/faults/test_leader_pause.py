@@ -29,7 +29,7 @@ from kmc_testbed import bed
 from tests.e2e.conftest import CHILDREN, Kubectl, run_testbed
 from tests.e2e.test_testbed import deployment
 from tests.faults.test_kills import SEEDS
-from tests.faults.test_leader import _served, holder, wait_for
+from tests.faults.test_leader import _served, holder, second_replica, wait_for
 
 TIMING = Timing()
 WRITES = {"create", "update", "patch", "delete", "deletecollection"}
@@ -97,11 +97,7 @@ def test_a_paused_leader_writes_nothing_after_its_deadline(
     paused = state.pids[bed.KMC]
     with tempfile.TemporaryDirectory() as folder:
         certs = Path(folder) / "certs"
-        command = [
-            arg.replace(f"--secure-port={installed.kmc_port}", f"--secure-port={port}")
-            for arg in bed._kmc_command(installed)
-            if not arg.startswith("--cert-dir")
-        ] + [f"--cert-dir={certs}"]
+        command = second_replica(installed, port, certs)
         log = (Path(folder) / "second.log").open("w")
         second = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:

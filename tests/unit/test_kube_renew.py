@@ -3,6 +3,9 @@ does: the client object stays the same, so everyone holding it goes on with the 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import aiohttp
 import pytest
 from aiohttp import web
@@ -27,12 +30,17 @@ class Cluster:
         return web.json_response({"kind": "Namespace", "metadata": {"name": "ok"}})
 
 
-async def serve(cluster: Cluster) -> TestServer:
+@contextlib.asynccontextmanager
+async def serving(cluster: Cluster) -> AsyncIterator[tuple[TestServer, aiohttp.ClientSession]]:
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", cluster.handle)
     server = TestServer(app)
     await server.start_server()
-    return server
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield server, session
+    finally:
+        await server.close()
 
 
 def credentials(server: TestServer, token: str, renewed: list[str]) -> Credentials:
@@ -47,57 +55,41 @@ def credentials(server: TestServer, token: str, renewed: list[str]) -> Credentia
 
 async def test_a_401_renews_the_credentials_and_tries_once_more() -> None:
     cluster = Cluster()
-    server = await serve(cluster)
-    try:
-        async with aiohttp.ClientSession() as session:
-            kube = Kube(session, credentials(server, "old", ["new"]), "child")
-            assert (await kube.get("/api/v1/namespaces/ok"))["metadata"]["name"] == "ok"
-            assert cluster.seen == ["old", "new"]
-            assert kube.creds.token == "new"  # kept for the next requests
-            await kube.get("/api/v1/namespaces/ok")
-            assert cluster.seen[-1] == "new"
-    finally:
-        await server.close()
+    async with serving(cluster) as (server, session):
+        kube = Kube(session, credentials(server, "old", ["new"]), "child")
+        assert (await kube.get("/api/v1/namespaces/ok"))["metadata"]["name"] == "ok"
+        assert cluster.seen == ["old", "new"]
+        assert kube.creds.token == "new"  # kept for the next requests
+        await kube.get("/api/v1/namespaces/ok")
+        assert cluster.seen[-1] == "new"
 
 
 async def test_credentials_that_renew_to_the_same_still_answer_401_once_tried_again() -> None:
     cluster = Cluster()
     cluster.valid = "never"
-    server = await serve(cluster)
-    try:
-        async with aiohttp.ClientSession() as session:
-            kube = Kube(session, credentials(server, "old", ["other", "more"]), "child")
-            with pytest.raises(ApiError) as refused:
-                await kube.get("/api/v1/namespaces/ok")
-            assert refused.value.code == 401
-            assert cluster.seen == ["old", "other"]  # one retry, not a loop
-    finally:
-        await server.close()
+    async with serving(cluster) as (server, session):
+        kube = Kube(session, credentials(server, "old", ["other", "more"]), "child")
+        with pytest.raises(ApiError) as refused:
+            await kube.get("/api/v1/namespaces/ok")
+        assert refused.value.code == 401
+        assert cluster.seen == ["old", "other"]  # one retry, not a loop
 
 
 async def test_credentials_with_nothing_to_renew_keep_the_401() -> None:
     cluster = Cluster()
-    server = await serve(cluster)
-    try:
-        async with aiohttp.ClientSession() as session:
-            base = str(server.make_url("")).rstrip("/")
-            kube = Kube(session, Credentials(base, False, "old"), "child")
-            with pytest.raises(ApiError):
-                await kube.get("/api/v1/namespaces/ok")
-            assert cluster.seen == ["old"]
-    finally:
-        await server.close()
+    async with serving(cluster) as (server, session):
+        base = str(server.make_url("")).rstrip("/")
+        kube = Kube(session, Credentials(base, False, "old"), "child")
+        with pytest.raises(ApiError):
+            await kube.get("/api/v1/namespaces/ok")
+        assert cluster.seen == ["old"]
 
 
 async def test_a_watch_refused_renews_for_the_next_watch() -> None:
     cluster = Cluster()
-    server = await serve(cluster)
-    try:
-        async with aiohttp.ClientSession() as session:
-            kube = Kube(session, credentials(server, "old", ["new"]), "child")
-            with pytest.raises(ApiError):
-                async for _ in kube.watch("/api/v1/namespaces", "1"):
-                    pass
-            assert kube.creds.token == "new"
-    finally:
-        await server.close()
+    async with serving(cluster) as (server, session):
+        kube = Kube(session, credentials(server, "old", ["new"]), "child")
+        with pytest.raises(ApiError):
+            async for _ in kube.watch("/api/v1/namespaces", "1"):
+                pass
+        assert kube.creds.token == "new"
