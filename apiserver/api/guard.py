@@ -42,14 +42,12 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             request.app[AUTHENTICATOR].authenticate_caller(peer_certificate(request))
         except Unauthenticated as err:
-            log.info("401 for %s %s from %s: %s", request.method, request.path, request.remote, err)
-            return status_response(unauthorized_status())
+            return _unauthenticated(request, err)
         return await handler(request)
     try:
         user = request.app[AUTHENTICATOR].authenticate(peer_certificate(request), request.headers)
     except Unauthenticated as err:
-        log.info("401 for %s %s from %s: %s", request.method, request.path, request.remote, err)
-        return status_response(unauthorized_status())
+        return _unauthenticated(request, err)
     if AUTHENTICATED not in user.groups and user.name != "system:anonymous":
         # As kube-apiserver's authenticated-group adder: RBAC's discovery rules rely on it.
         user = dataclasses.replace(user, groups=(*user.groups, AUTHENTICATED))
@@ -62,6 +60,16 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     request[_USER] = user
     request[_INFO] = info
     return await handler(request)
+
+
+def _unauthenticated(request: web.Request, err: Unauthenticated) -> web.Response:
+    """401, and the connection closed: a client certificate is only asked for in the TLS
+    handshake, so a connection opened before the hub's front-proxy CA was trusted (at our
+    start) would be refused for as long as the aggregator kept it alive."""
+    log.info("401 for %s %s from %s: %s", request.method, request.path, request.remote, err)
+    response = status_response(unauthorized_status())
+    response.force_close()
+    return response
 
 
 def attributes(info: RequestInfo) -> AnyAttributes:
