@@ -27,7 +27,7 @@ from apiserver import hubwrites
 from apiserver.hubcache import HubCache
 from apiserver.kinds import DEPENDENCIES, NAMESPACE_FOLLOWERS, QUOTA, WORKLOADS, Key, Kind
 from apiserver.kube import events
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import Kube, Obj
 from apiserver.leader import Leadership
 from apiserver.locations.fleet import Fleet
 from apiserver.locations.model import Location
@@ -575,7 +575,8 @@ class PlacementLoop:
         then record it on the hub, where it is the durable record; the hub's answer. If that
         write fails the hand-over is taken back (the children follow the hub's record again),
         and not made again until a write of this object succeeds: a write that keeps failing
-        must not make children come and go."""
+        must not make children come and go. A write cancelled on its way (leadership ended)
+        counts as failed."""
         meta = obj["metadata"]
         replaced = (meta.get("annotations") or {}).get(PLACEMENT) or ""
         handing = key not in self._unwritten
@@ -590,7 +591,10 @@ class PlacementLoop:
                 # The sync loop's finalizer, set in the same write as the first placement.
                 CLEANUP if placement else "",
             )
-        except ApiError:
+        except BaseException:
+            # Refused, unreachable, or cancelled mid-write (leadership ended): the hub may not
+            # have it, so the hand-over must not outlive this attempt. A hand-over left behind
+            # would steer the children forever, since the hub keeps the annotation it replaces.
             self._unwritten.add(key)
             for decided in self.deciders if handing else ():
                 decided(key, replaced, None)

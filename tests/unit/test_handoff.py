@@ -8,6 +8,7 @@ over again until one succeeds: children must not come and go with every retry.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, cast
 
 import aiohttp
@@ -31,9 +32,12 @@ class FlakyHub(Kube):
             cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub"
         )
         self.failing = False
+        self.hanging = False
         self.writes: list[Obj] = []
 
     async def strategic_patch(self, path: str, patch: Obj) -> Obj:
+        if self.hanging:
+            await asyncio.Event().wait()  # until cancelled
         if self.failing:
             raise ApiError.of(403, "Forbidden", "denied by a policy")
         self.writes.append(patch)
@@ -101,6 +105,22 @@ async def test_a_failed_write_takes_the_hand_over_back_and_hands_nothing_until_o
     assert len(handed) == 2 and len(hub.writes) == 1
     await placement._write_placement(info, KEY, hub_object('{"us-east":3}'), {"eu-west": 3})
     assert handed[-1] == (KEY, '{"us-east":3}', {"eu-west": 3})  # handing over again
+
+
+async def test_a_write_cancelled_on_its_way_takes_the_hand_over_back() -> None:
+    """Leadership ended mid-write (the reconcile is cancelled): the hub may not have the
+    placement, so the sync loop must follow the hub's record again, not the hand-over."""
+    hub, placement, sync = loops()
+    hub.hanging = True
+    writing = asyncio.ensure_future(
+        placement._write_placement(WORKLOADS["Deployment"], KEY, hub_object(), {"us-east": 3})
+    )
+    await asyncio.sleep(0.05)  # the hand-over is made before the write is sent
+    assert KEY in sync._handed
+    writing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await writing
+    assert sync._placement(KEY, hub_object()) == ({}, False)
 
 
 async def test_the_first_placement_brings_the_finalizer_in_the_same_write() -> None:
