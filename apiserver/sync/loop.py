@@ -19,6 +19,7 @@ import datetime
 import functools
 import hashlib
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,10 @@ class Settings:
     count_interval: float = 2.0  # how often each Location's `status.objects` is brought up to date
     patience: float = 2.0  # longest a worker waits for one child write
     per_location: int = 8  # child writes at once in one location, at most
+    # A fold that only moves counters partway (pods starting, one child ahead of another) is
+    # written at most this often per object; a changed condition, a new observedGeneration
+    # or counters that reached spec.replicas are written at once.
+    fold_hold: float = 1.0
 
 
 class ChildWatch:
@@ -163,6 +168,7 @@ class SyncLoop:
         # objects. A spec edit by hand bumps the generation, and a label or annotation edit is
         # seen by `_wears`, so drift is still undone.
         self._written: dict[Key, dict[str, tuple[str, str]]] = {}
+        self._folded: dict[Key, float] = {}  # hub key -> when we last wrote its status
         # Placements handed over by the placement loop before they are on the hub: hub key ->
         # (the annotation it replaces, the placement). Good only while the cached object still
         # has that annotation; then the hub's annotation says it (or, if the write failed,
@@ -600,11 +606,23 @@ class SyncLoop:
             _now(),
         )
         self._show_move(hub, status, waiting)
-        if not _differs(hub.get("status") or {}, status):
+        current = hub.get("status") or {}
+        if not _differs(current, status):
+            return
+        now, last = time.monotonic(), self._folded.get(key)
+        if (
+            last is not None
+            and now - last < self.settings.fold_hold
+            and _partway(current, status, hub)
+        ):
+            # Each such write is a hub write the user's own writes queue behind (a burst of
+            # creates brings a handful per object); the settled status is not held.
+            self.queue.add_after(key, last + self.settings.fold_hold - now)
             return
         meta = hub["metadata"]
         path = info.path(meta["namespace"], meta["name"], "status")
         await self.hub.apply(path, status_body(hub, info.kind, status), MANAGER)
+        self._folded[key] = time.monotonic()
 
     def _show_move(self, hub: Obj, status: dict[str, Any], waiting: tuple[str, ...]) -> None:
         """A handover in progress shows as Synced=False/Moving with what it waits for, and as
@@ -674,6 +692,7 @@ class SyncLoop:
         """Children whose hub object is gone (deleted while we were not looking)."""
         self.applied.pop(key, None)
         self._written.pop(key, None)
+        self._folded.pop(key, None)
         self.queue.forget(key)
         failed = []
         for location, watch in list(self.children.items()):
@@ -712,6 +731,25 @@ def _differs(current: dict[str, Any], new: dict[str, Any]) -> bool:
         elif current.get(field) != value:
             return True
     return False
+
+
+_COUNTERS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+
+
+def _partway(current: dict[str, Any], new: dict[str, Any], hub: Obj) -> bool:
+    """Does `new` differ from `current` only in counters on their way to spec.replicas? Such
+    a status may wait; one that a user or `kubectl wait`/`rollout status` acts on may not."""
+    if current.get("observedGeneration") != new.get("observedGeneration"):
+        return False
+
+    def states(status: dict[str, Any]) -> dict[str, str]:
+        return {c["type"]: c.get("status", "") for c in status.get("conditions") or []}
+
+    if states(current) != states(new):
+        return False
+    wanted = (hub.get("spec") or {}).get("replicas")
+    counters = [new.get(field, 0) for field in _COUNTERS if field in new or field in current]
+    return not (isinstance(wanted, int) and counters and all(c == wanted for c in counters))
 
 
 def _wears(child: Obj, desired: Obj) -> bool:

@@ -1,0 +1,117 @@
+"""The fold holds back statuses that only move counters partway, and nothing else.
+
+Every status write is a write on the user's hub: while pods start, the children's statuses
+change a handful of times per object. A status whose counters are still on their way is
+written at most once per `fold_hold`; a condition that flips, a new observedGeneration or
+counters that reached spec.replicas are written at once, so `kubectl wait` and
+`kubectl rollout status` see them as soon as the children do.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import aiohttp
+
+from apiserver.hubcache import HubCache
+from apiserver.kinds import WORKLOADS, Key
+from apiserver.kube.client import Credentials, Kube, Obj
+from apiserver.locations.fleet import Fleet
+from apiserver.placement.loop import PlacementLoop
+from apiserver.sync.loop import Settings, SyncLoop, _partway
+
+KEY = Key("Deployment", "demo", "web")
+
+
+def status(
+    replicas: int, ready: int, available: str = "False", generation: int = 1
+) -> dict[str, Any]:
+    return {
+        "observedGeneration": generation,
+        "replicas": replicas,
+        "updatedReplicas": replicas,
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+        "conditions": [{"type": "Available", "status": available, "message": f"{ready} ready"}],
+    }
+
+
+HUB = {"metadata": {"generation": 1}, "spec": {"replicas": 3}}
+
+
+def test_counters_on_their_way_are_partway() -> None:
+    assert _partway(status(3, 0), status(3, 1), HUB)
+    assert _partway(status(3, 1), status(3, 2), HUB)
+
+
+def test_a_flipped_condition_a_new_generation_or_the_end_are_not() -> None:
+    assert not _partway(status(3, 2), status(3, 3, "True"), HUB)
+    assert not _partway(status(3, 1), status(3, 2, generation=2), HUB)
+    # Scaled up while Available: the counters reached spec.replicas, no condition moved.
+    assert not _partway(status(2, 2, "True"), status(3, 3, "True"), HUB)
+    # Scaled to zero: the counters are gone from the new status.
+    zero = {"metadata": {"generation": 1}, "spec": {"replicas": 0}}
+    ended = {k: v for k, v in status(0, 0, "True").items() if k not in ("replicas",)}
+    assert not _partway(status(1, 1, "True"), ended, zero)
+
+
+class Hub(Kube):
+    """Records status writes; nothing else is called."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub"
+        )
+        self.writes: list[Obj] = []
+
+    async def apply(self, path: str, body: Obj, manager: str, force: bool = True) -> Obj:
+        self.writes.append(body)
+        return body
+
+
+def child(ready: int) -> Obj:
+    return {
+        "metadata": {"name": "web", "namespace": "demo", "generation": 1},
+        "spec": {"replicas": 3},
+        "status": {
+            "observedGeneration": 1,
+            "replicas": 3,
+            "updatedReplicas": 3,
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "conditions": [
+                {"type": "Available", "status": "True" if ready == 3 else "False"},
+                {"type": "Progressing", "status": "True"},
+            ],
+        },
+    }
+
+
+async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
+    hub = Hub()
+    cache = HubCache(hub)
+    fleet = Fleet(hub, cast(aiohttp.ClientSession, None))
+    sync = SyncLoop(cache, fleet, PlacementLoop(cache, fleet), Settings(fold_hold=60.0))
+    info = WORKLOADS["Deployment"]
+    obj: Obj = {
+        "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "metadata": {"name": "web", "namespace": "demo", "uid": "u1", "generation": 1},
+        "spec": {"replicas": 3},
+    }
+    sync.applied[KEY] = {"us-east": (1, 1)}
+
+    async def fold(ready: int) -> None:
+        await sync._fold(KEY, info, obj, {"us-east": child(ready)}, {"us-east": 3}, {}, ())
+        if hub.writes:
+            obj["status"] = hub.writes[-1]["status"]
+
+    await fold(0)
+    assert len(hub.writes) == 1  # the first status is written at once
+    await fold(1)
+    await fold(2)
+    assert len(hub.writes) == 1  # held: the object is looked at again when the hold ends
+    assert KEY in sync.queue._later
+    await fold(3)
+    assert len(hub.writes) == 2  # Available: at once
+    assert hub.writes[-1]["status"]["availableReplicas"] == 3
