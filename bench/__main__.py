@@ -29,6 +29,9 @@ GOALS = {
     "propagation_p50_ratio": ("<=", 3),
     "propagation_p99_ratio": ("<=", 3),
     "hub_burst_ratio": ("<=", 1.2),
+    "scale_converge_ratio": ("<=", 1.5),
+    "scale_peak_rss_mb": ("<=", 1024),
+    "scale_idle_cpu_pct": ("<=", 2),
     "converge_1000_ratio": ("<=", 1.5),
     "fairness_ratio": ("<=", 3),
     "decide_us": ("<=", 60),
@@ -139,6 +142,23 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
             rows, "sync.propagation", "p50_ms_vs_three_direct", "ratio"
         ),
         "hub_burst_ratio": figure(rows, "hub.creates", "burst_200_s", "ratio"),
+        "scale_converge_ratio": next(
+            (
+                r["ratio"]
+                for r in rows
+                if r["figure"].startswith("converge_") and r["benchmark"] == "scale"
+            ),
+            None,
+        ),
+        "scale_peak_rss_mb": next(
+            (r["value"] for r in rows if r["figure"].startswith("peak_rss_mb_")), None
+        ),
+        "scale_idle_cpu_pct": next(
+            (r["value"] for r in rows if r["figure"].startswith("idle_cpu_pct_after_")), None
+        ),
+        "hub_burst_ratio_children_working": figure(
+            rows, "hub.creates", "burst_200_s_vs_children_working", "ratio"
+        ),
         "statusfold_p50_ratio": figure(
             rows, "sync.foldup", "create_to_available_on_hub_p50_ms", "ratio"
         ),
@@ -295,10 +315,21 @@ def main(argv: list[str]) -> None:
         action="store_true",
         help="also the load benchmark: 2,000 workloads, 20 clients (about 12 more minutes)",
     )
+    parser.add_argument(
+        "--scale",
+        type=int,
+        metavar="N",
+        help="also the scale benchmark with N Deployments over five locations (10,000: an hour)",
+    )
     args = parser.parse_args(argv)
     testbed("up")
     testbed("install")
     rows = run_all(args.quick, args.load)
+    if args.scale:
+        from bench import scale
+
+        print(f"bench: scale, {args.scale} Deployments…", file=sys.stderr, flush=True)
+        rows.extend(scale.measure(args.scale))
     report = {**environment(), "quick": args.quick, "summary": summary(rows, args.quick)}
     report["rows"] = [{k: v for k, v in r.items() if not k.endswith("samples")} for r in rows]
     RESULTS.mkdir(exist_ok=True)

@@ -36,10 +36,18 @@ def deployment(
     }
 
 
-def kwok_nodes(create: bool, per_child: int, tag: str, children: Iterable[str] = ()) -> None:
-    """Add (or delete) `per_child` fake nodes in each child (every child when none named)."""
+def kwok_nodes(
+    create: bool,
+    per_child: int,
+    tag: str,
+    children: Iterable[str] = (),
+    capacity: dict[str, str] | None = None,
+) -> None:
+    """Add (or delete) `per_child` fake nodes in each child (every child when none named), of
+    the bed's usual size unless `capacity` says otherwise."""
     state = bed.load()
     assert state is not None, "the test bed is not up"
+    size = capacity or bed.NODE_CAPACITY
     names = set(children) or {c.name for c in state.clusters if c.role != bed.HUB}
     for cluster in state.clusters:
         if cluster.name not in names:
@@ -58,6 +66,6 @@ def kwok_nodes(create: bool, per_child: int, tag: str, children: Iterable[str] =
                     "annotations": {"kwok.x-k8s.io/node": "fake"},
                     "labels": {"type": "kwok", "kubernetes.io/hostname": name},
                 },
-                "status": {"capacity": bed.NODE_CAPACITY, "allocatable": bed.NODE_CAPACITY},
+                "status": {"capacity": size, "allocatable": size},
             }
             client.request("POST", "/api/v1/nodes", node)
