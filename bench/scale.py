@@ -193,6 +193,7 @@ async def through_hub(count: int) -> tuple[list[dict[str, Any]], dict[str, dict[
         with contextlib.suppress(ApiError):
             await hub.delete(f"/api/v1/namespaces/{NAMESPACE}")
         await _gone(hub, f"/api/v1/namespaces/{NAMESPACE}", limit=LIMIT)
+    _log(f"converged in {converged:.1f} s; peak RSS {sampler.peak:.0f} MB, {cpu:.0f} CPU s")
     rows = [
         row("scale", f"converge_{count}_s", converged),
         row("scale", f"create_{count}_on_hub_s", created),
@@ -209,8 +210,9 @@ async def direct(placements: dict[str, dict[str, int]], locations: list[str]) ->
     async with aiohttp.ClientSession() as session:
         kubes = {loc: await _kube(session, loc) for loc in locations}
         for kube in kubes.values():
-            with contextlib.suppress(ApiError):  # kubectl-mc may have left it behind
-                await kube.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+            # kubectl-mc deletes the namespaces it made in the children when the hub's goes.
+            await _gone(kube, f"/api/v1/namespaces/{NAMESPACE}", limit=LIMIT)
+            await kube.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         jobs = [
             (kubes[loc], path, deployment(name, replicas))
             for name, placed in placements.items()
