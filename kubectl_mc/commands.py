@@ -103,9 +103,22 @@ def version(client_only: bool, output: str | None, **hub: Any) -> None:
 @click.option("--cluster-kubeconfig", required=True, help="kubeconfig of the cluster to join.")
 @click.option("--cluster-context", help="context in --cluster-kubeconfig (default: current).")
 @click.option("--labels", default="", help="traits as k=v,… (region, zone, cloud, …).")
+@click.option(
+    "--credentials",
+    type=click.Choice(["auto", "as-is"]),
+    default="auto",
+    help="auto: a short-lived credential (exec plugin, token file, expiring token) is used "
+    "once, to make a ServiceAccount for kmc-apiserver in the cluster, whose token is stored "
+    "and renewed; as-is: store the given credential.",
+)
 @hub_options
 def join(
-    name: str, cluster_kubeconfig: str, cluster_context: str | None, labels: str, **hub: Any
+    name: str,
+    cluster_kubeconfig: str,
+    cluster_context: str | None,
+    labels: str,
+    credentials: str,
+    **hub: Any,
 ) -> None:
     """Make a cluster a location of the hub.
 
@@ -124,7 +137,7 @@ def join(
         parsed[key.strip()] = value.strip()
     client = hub_client(**_hub_args(hub))
     try:
-        verb = joining.join(client, name, cluster_kubeconfig, cluster_context, parsed)
+        verb = joining.join(client, name, cluster_kubeconfig, cluster_context, parsed, credentials)
     except joining.JoinError as err:
         fail(f"error: {err}")
     except KubeError as err:
