@@ -20,7 +20,8 @@ from typing import Any
 import click
 from click.shell_completion import CompletionItem
 
-COMPLETE_VAR = "_KUBECTL_MC_COMPLETE"
+from kubectl_mc.cli import COMPLETE_VAR
+
 NO_FILE_COMPLETION = 4  # cobra.ShellCompDirectiveNoFileComp
 TIMEOUT = 5.0  # seconds
 
@@ -121,13 +122,13 @@ def completion(shell: str) -> None:
     `kubectl mc <TAB>` in kubectl's own completion (kubectl >= 1.26) needs no script: kubectl
     runs kubectl_complete-mc, installed beside kubectl-mc.
     """
-    from kubectl_mc.cli import cli
+    from kubectl_mc.commands import cli
 
     click.echo(script(shell, cli))
 
 
 def kubectl_complete() -> None:
     """The `kubectl_complete-mc` executable kubectl runs for `kubectl mc <TAB>`."""
-    from kubectl_mc.cli import cli
+    from kubectl_mc.commands import cli
 
     print("\n".join(cobra_lines(cli, sys.argv[1:])))

@@ -23,7 +23,10 @@ import os
 import ssl
 import threading
 from pathlib import Path
-from typing import Any, Protocol
+
+TYPE_CHECKING = False  # typing is not imported at run time: it costs a few milliseconds
+if TYPE_CHECKING:
+    from typing import Any, Protocol
 
 
 class CredentialError(Exception):
@@ -45,16 +48,18 @@ class Credential:
         self.context = context  # holds the client certificate, if there is one
 
 
-class Source(Protocol):
-    """Where a client gets its credential for each request."""
+if TYPE_CHECKING:
 
-    def current(self) -> Credential:
-        """The credential to use now (raises CredentialError)."""
-        ...
+    class Source(Protocol):
+        """Where a client gets its credential for each request."""
 
-    def refresh(self, stale: Credential) -> Credential | None:
-        """After a 401 with `stale`: a different credential to retry with once, or None."""
-        ...
+        def current(self) -> Credential:
+            """The credential to use now (raises CredentialError)."""
+            ...
+
+        def refresh(self, stale: Credential) -> Credential | None:
+            """After a 401 with `stale`: a different credential to retry with once, or None."""
+            ...
 
 
 class ClusterTLS:
@@ -97,10 +102,20 @@ class ClusterTLS:
 
     def with_client_pem(self, cert: bytes, key: bytes) -> ssl.SSLContext:
         """A context presenting this certificate and key (PEM); ssl reads them only from
-        files, so they pass through a private folder that is removed at once."""
+        files, so they pass through a file in memory (Linux), or else a private folder that
+        is removed at once."""
+        context = self.context()
+        if hasattr(os, "memfd_create"):
+            fd = os.memfd_create("kubectl-mc-client-cert")
+            try:
+                with open(fd, "wb", closefd=False) as pem:
+                    pem.write(cert.rstrip(b"\n") + b"\n" + key)
+                context.load_cert_chain(f"/proc/self/fd/{fd}")
+            finally:
+                os.close(fd)
+            return context
         import tempfile
 
-        context = self.context()
         with tempfile.TemporaryDirectory(prefix="kubectl-mc-") as folder:
             cert_path, key_path = Path(folder, "tls.crt"), Path(folder, "tls.key")
             for path, data in ((cert_path, cert), (key_path, key)):

@@ -12,7 +12,8 @@ from typing import Any
 
 import click
 
-from kubectl_mc.cli import _hub_args, _seconds, fail, hub_client, hub_options
+from kubectl_mc.commands import _hub_args, hub_options
+from kubectl_mc.hub import fail, hub_client, seconds
 
 
 def _set(name: str, unschedulable: bool, hub: dict[str, Any]) -> tuple[Any, int, bool]:
@@ -78,7 +79,7 @@ def drain(name: str, wait: bool, timeout: str, **hub: Any) -> None:
         click.echo(f"location.kmc.dev/{name} draining")
         return
     try:
-        wait_drained(client, name, generation, _seconds(timeout), click.echo)
+        wait_drained(client, name, generation, seconds(timeout), click.echo)
     except StillThere as err:
         flags = hub_flags(hub)
         there = err.listed

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 
 from kubectl_mc.kube import JSON, TABLE, Client, KubeError, Obj
@@ -23,22 +22,45 @@ class GetError(Exception):
     """A command line that cannot work; the message is kubectl's `error: …` line."""
 
 
-@dataclass(frozen=True)
 class GetOptions:
-    namespace: str | None = None  # None: the context's
-    all_namespaces: bool = False
-    selector: str | None = None
-    field_selector: str | None = None
-    no_headers: bool = False
-    show_labels: bool = False
-    watch: bool = False
-    subresource: str | None = None
+    """The flags of `kubectl mc get` besides -o. (Plain classes here and in the modules
+    `get` loads: importing dataclasses costs milliseconds: it loads inspect.)"""
+
+    __slots__ = (
+        "all_namespaces",
+        "field_selector",
+        "namespace",
+        "no_headers",
+        "selector",
+        "show_labels",
+        "subresource",
+        "watch",
+    )
+
+    def __init__(
+        self,
+        namespace: str | None = None,  # None: the context's
+        all_namespaces: bool = False,
+        selector: str | None = None,
+        field_selector: str | None = None,
+        no_headers: bool = False,
+        show_labels: bool = False,
+        watch: bool = False,
+        subresource: str | None = None,
+    ) -> None:
+        self.namespace, self.all_namespaces = namespace, all_namespaces
+        self.selector, self.field_selector = selector, field_selector
+        self.no_headers, self.show_labels = no_headers, show_labels
+        self.watch, self.subresource = watch, subresource
 
 
-@dataclass(frozen=True)
 class Target:
-    resource: Resource
-    names: tuple[str, ...]
+    """What to get: one resource type, and names (none: the list)."""
+
+    __slots__ = ("names", "resource")
+
+    def __init__(self, resource: Resource, names: tuple[str, ...]) -> None:
+        self.resource, self.names = resource, names
 
 
 def parse_target(args: tuple[str, ...]) -> Target:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from kubectl_mc.cli import _hub_args, fail, hub_context, hub_options
+from kubectl_mc.commands import _hub_args, hub_options
 from kubectl_mc.completion import (
     complete_namespaces,
     complete_resource_args,
@@ -92,34 +92,21 @@ def get(
     field_selector: str | None,
     **hub: Any,
 ) -> None:
-    from kubectl_mc import get as getting
-    from kubectl_mc.kube import KubeError
-    from kubectl_mc.printers import OutputError, parse_output
-    from kubectl_mc.resources import UnknownResource
+    from kubectl_mc import get_run
 
-    opts = getting.GetOptions(
-        namespace=namespace,
-        all_namespaces=all_namespaces,
-        selector=selector,
-        field_selector=field_selector,
-        no_headers=no_headers,
-        show_labels=show_labels,
-        watch=watch,
-        subresource=subresource,
+    get_run.get(
+        args,
+        output,
+        no_headers,
+        show_labels,
+        watch,
+        subresource,
+        namespace,
+        all_namespaces,
+        selector,
+        field_selector,
+        get_run.HubFlags(**_hub_args(hub)),
     )
-    try:
-        target = getting.parse_target(args)
-        printer = parse_output(output)
-    except (getting.GetError, UnknownResource, OutputError) as err:
-        fail(f"error: {err}")
-    client, context_namespace = hub_context(**_hub_args(hub))
-    try:
-        code = getting.run(client, context_namespace, target, opts, printer)
-    except getting.GetError as err:
-        fail(f"error: {err}")
-    except KubeError as err:
-        fail(str(err))
-    raise SystemExit(code)
 
 
 @click.command(context_settings={"max_content_width": 100})
@@ -141,47 +128,13 @@ def describe(
     kubectl mc describe deployment web -n demo
     kubectl mc describe deploy -n demo           # every Deployment in demo
     """
-    from kubectl_mc import describe as describing
-    from kubectl_mc.get import GetError, parse_target
-    from kubectl_mc.kube import KubeError
-    from kubectl_mc.resources import UnknownResource
+    from kubectl_mc import get_run
 
-    try:
-        target = parse_target(args)
-    except (GetError, UnknownResource) as err:
-        fail(f"error: {err}")
-    res = target.resource
-    if not res.has_subresources:
-        fail(
-            f"error: kubectl mc describe shows the hub's workloads (deployments, statefulsets, "
-            f"replicasets, jobs, daemonsets); for {res.qualified} use kubectl describe"
-        )
-    if all_namespaces and target.names:
-        fail("error: a resource cannot be retrieved by name across all namespaces")
-    client, context_namespace = hub_context(**_hub_args(hub))
-    namespace = None if all_namespaces else namespace or context_namespace
-    keys: list[tuple[str, str]] = []
-    try:
-        if target.names:
-            keys = [(namespace or "", name) for name in target.names]
-        else:
-            params = {"labelSelector": selector or "", "fieldSelector": field_selector or ""}
-            listing = client.get(res.path(namespace), **{k: v for k, v in params.items() if v})
-            for item in listing.get("items") or []:
-                meta = item.get("metadata") or {}
-                keys.append((meta.get("namespace", ""), meta.get("name", "")))
-            if not keys:
-                where = f" in {namespace} namespace." if namespace else ""
-                click.echo(f"No resources found{where}", err=True)
-    except KubeError as err:
-        fail(str(err))
-    failed = False
-    for index, (ns, name) in enumerate(keys):
-        try:
-            text = describing.describe(client, res, ns, name)
-        except KubeError as err:
-            click.echo(str(err), err=True)
-            failed = True
-            continue
-        click.echo(("\n\n" if index else "") + text)
-    raise SystemExit(1 if failed else 0)
+    get_run.describe(
+        args,
+        namespace,
+        all_namespaces,
+        selector,
+        field_selector,
+        get_run.HubFlags(**_hub_args(hub)),
+    )

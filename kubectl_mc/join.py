@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from kubectl_mc import drain, kube
+from kubectl_mc import drain, kube, location_account
 from kubectl_mc.kube import Client, KubeError
 from kubectl_mc.kubeconfig import KubeconfigError, flatten, load, select
 
@@ -36,9 +36,21 @@ def secret_name(location: str) -> str:
 
 
 def join(
-    hub: Client, name: str, kubeconfig: str, context: str | None, labels: dict[str, str]
+    hub: Client,
+    name: str,
+    kubeconfig: str,
+    context: str | None,
+    labels: dict[str, str],
+    credentials: str = "auto",
 ) -> str:
-    """Join a cluster; returns kubectl's verb for what happened ("created"/"configured")."""
+    """Join a cluster; returns kubectl's verb for what happened ("created"/"configured").
+
+    `credentials`: "auto" stores the given credential unless it is short-lived (an exec
+    plugin, a token file, a token that expires), in which case a ServiceAccount is made in
+    the child for kmc-apiserver (`location_account.py`) and its token stored; "as-is"
+    always stores the given one."""
+    if credentials not in ("auto", "as-is"):
+        raise JoinError(f'--credentials must be "auto" or "as-is", not "{credentials}"')
     if not NAME_RE.match(name):
         raise JoinError(
             f'invalid location name "{name}": a lowercase RFC 1123 label '
@@ -67,6 +79,11 @@ def join(
             f"cannot join {name}: the cluster at {selected.cluster.get('server')} "
             f"(context {selected.context}) did not answer: {err}"
         ) from err
+    annotations = {}
+    if credentials == "auto" and location_account.short_lived(selected.user):
+        standalone = _account_kubeconfig(child, standalone, name)
+        ns, account = location_account.NAMESPACE, location_account.ACCOUNT
+        annotations[location_account.SERVICE_ACCOUNT_ANNOTATION] = f"{ns}/{account}"
     existed = _exists(hub, f"{LOCATIONS}/{name}")
     hub.apply(
         "/api/v1/namespaces/" + SYSTEM_NAMESPACE,
@@ -85,6 +102,7 @@ def join(
                 "name": secret_name(name),
                 "namespace": SYSTEM_NAMESPACE,
                 "labels": {"kmc.dev/location": name},
+                "annotations": annotations,
             },
             "type": "Opaque",
             "stringData": {"kubeconfig": yaml.safe_dump(standalone)},
@@ -100,6 +118,34 @@ def join(
         },
     )
     return "configured" if existed else "joined"
+
+
+def _account_kubeconfig(child: Client, standalone: dict[str, Any], name: str) -> dict[str, Any]:
+    """Make kmc-apiserver's ServiceAccount in the child (with the given credential, used only
+    here), and a kubeconfig with a token for it."""
+    try:
+        for obj in location_account.objects():
+            child.apply(location_account.path(obj), obj)
+        answer = child.request(
+            "POST", location_account.TOKEN_PATH, body=location_account.token_request()
+        )
+    except KubeError as err:
+        account = f"{location_account.NAMESPACE}/{location_account.ACCOUNT}"
+        raise JoinError(
+            f"cannot join {name}: making the ServiceAccount {account} for kmc-apiserver there "
+            f"failed: {err} (--credentials as-is stores the given credential instead)"
+        ) from err
+    token = str((answer.get("status") or {}).get("token") or "")
+    context = standalone["current-context"]
+    account_config = {
+        **standalone,
+        "users": [{"name": context, "user": {"token": token}}],
+    }
+    try:
+        kube.connect(select(account_config), timeout=10).get("/version")
+    except KubeError as err:
+        raise JoinError(f"cannot join {name}: the new ServiceAccount's token: {err}") from err
+    return account_config
 
 
 def unjoin(

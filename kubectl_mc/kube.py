@@ -6,7 +6,8 @@ printed on stderr as kubectl prints them (`Warning: …`, each text once), while
 is still used: a list missing one location is better than no list.
 
 Connections are kept open and reused (a few requests per command, some of them from
-threads), and a watch is read line by line as the server streams it.
+threads), and a watch is read line by line as the server streams it. HTTP itself is
+`http11.py`: http.client's import alone cost as much as the rest of a `get`.
 
 Every request asks the kubeconfig user's credential source (`credentials.py`) what to send,
 so an exec plugin's token is fetched when first needed and replaced when it expires; a 401
@@ -15,24 +16,26 @@ is retried once with a fresh one. A cluster's `proxy-url` is tunnelled through w
 
 from __future__ import annotations
 
-import http.client
 import json
 import ssl
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from kubectl_mc import __version__
-from kubectl_mc.credentials import ClusterTLS, Credential, CredentialError, Source, source_for
-from kubectl_mc.kubeconfig import Selected
+from kubectl_mc.credentials import ClusterTLS, Credential, CredentialError, source_for
+from kubectl_mc.http11 import Connection, Response
 
+TYPE_CHECKING = False  # typing is not imported at run time: it costs a few milliseconds
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+    from kubectl_mc.credentials import Source
+    from kubectl_mc.kubeconfig import Selected
     from kubectl_mc.proxy import Proxy
 
-Obj = dict[str, Any]
+Obj = dict[str, "Any"]
 APPLY_PATCH = "application/apply-patch+yaml"
 JSON = "application/json"
 # What kubectl asks for when it prints: the server's Table, or plain JSON from a server
@@ -56,33 +59,22 @@ class KubeError(Exception):
         return str(self.status.get("reason", ""))
 
 
-class Connection(http.client.HTTPSConnection):
-    """HTTPS whose certificate is checked for `server_name`: the cluster's `tls-server-name`,
-    or else the server's host, also when the socket goes to a proxy first."""
-
-    def __init__(
-        self, host: str, port: int, context: ssl.SSLContext, timeout: float, server_name: str
-    ) -> None:
-        super().__init__(host, port, timeout=timeout, context=context)
-        self.tls_context = context
-        self.server_name = server_name
-
-    def connect(self) -> None:
-        http.client.HTTPConnection.connect(self)  # TCP, then CONNECT when tunnelling
-        self.sock = self.tls_context.wrap_socket(self.sock, server_hostname=self.server_name)
-
-
-@dataclass
 class Client:
-    server: str
-    context: ssl.SSLContext  # used as it is when there are no credentials
-    credentials: Source | None = None
-    timeout: float = 30.0
-    on_warning: Callable[[str], None] = field(default_factory=lambda: print_warning)
-    proxy: Proxy | None = None
-    server_name: str | None = None  # tls-server-name
-    _idle: list[Connection] = field(default_factory=list, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    def __init__(
+        self,
+        server: str,
+        context: ssl.SSLContext,  # used as it is when there are no credentials
+        credentials: Source | None = None,
+        timeout: float = 30.0,
+        on_warning: Callable[[str], None] | None = None,
+        proxy: Proxy | None = None,
+        server_name: str | None = None,  # tls-server-name
+    ) -> None:
+        self.server, self.context, self.credentials = server, context, credentials
+        self.timeout, self.proxy, self.server_name = timeout, proxy, server_name
+        self.on_warning: Callable[[str], None] = on_warning or print_warning
+        self._idle: list[Connection] = []
+        self._lock = threading.Lock()
 
     def request(
         self,
@@ -97,7 +89,7 @@ class Client:
         conn, resp = self._exchange(method, path, params, accept, data, content_type)
         try:
             text = resp.read().decode(errors="replace")
-        except (OSError, http.client.HTTPException) as err:
+        except OSError as err:
             conn.close()
             raise KubeError(self._connection_message(err)) from err
         self._release(conn, resp)
@@ -129,7 +121,7 @@ class Client:
             while line := resp.readline():
                 if line.strip():
                     yield json.loads(line)
-        except (OSError, http.client.HTTPException) as err:
+        except OSError as err:
             raise KubeError(self._connection_message(err)) from err
         finally:
             conn.close()
@@ -142,7 +134,7 @@ class Client:
         accept: str,
         data: bytes | None,
         content_type: str,
-    ) -> tuple[Connection, http.client.HTTPResponse]:
+    ) -> tuple[Connection, Response]:
         """One request, sent again once with a fresh credential if the first one is refused
         (401) and the source has a different one to offer (a plugin run again)."""
         credential = self._credential()
@@ -175,7 +167,7 @@ class Client:
         accept: str,
         data: bytes | None,
         content_type: str,
-    ) -> tuple[Connection, http.client.HTTPResponse]:
+    ) -> tuple[Connection, Response]:
         url = urlsplit(self.server)
         headers = {"Accept": accept, "User-Agent": f"kubectl-mc/v{__version__}"}
         context = self.context
@@ -189,15 +181,14 @@ class Client:
         while True:
             conn, reused = self._connection(context)
             try:
-                conn.request(method, target, body=data, headers=headers)
-                resp = conn.getresponse()
+                resp = conn.request(method, target, data, headers)
                 break
-            except (OSError, http.client.HTTPException) as err:
+            except OSError as err:
                 conn.close()
                 if reused and method != "POST" and isinstance(err, ConnectionError):
                     continue  # the server had closed the idle connection: a new one
                 raise KubeError(self._connection_message(err)) from err
-        for warning in resp.headers.get_all("Warning") or []:
+        for warning in resp.header_values("warning"):
             self.on_warning(warning_text(warning))
         return conn, resp
 
@@ -219,24 +210,22 @@ class Client:
         url = urlsplit(self.server)
         host, port = url.hostname or "localhost", url.port or 443
         name = self.server_name or host
-        if self.proxy is None:
-            return Connection(host, port, context, self.timeout, name), False
-        conn = Connection(self.proxy.host, self.proxy.port, context, self.timeout, name)
-        conn.set_tunnel(host, port, headers=self.proxy.headers)
-        return conn, False
+        proxy = self.proxy
+        via = None if proxy is None else (proxy.host, proxy.port, proxy.headers)
+        return Connection(host, port, context, self.timeout, name, via), False
 
-    def _release(self, conn: Connection, resp: http.client.HTTPResponse) -> None:
+    def _release(self, conn: Connection, resp: Response) -> None:
         if resp.will_close:
             conn.close()
             return
         with self._lock:
             self._idle.append(conn)
 
-    def _drain(self, conn: Connection, resp: http.client.HTTPResponse) -> None:
+    def _drain(self, conn: Connection, resp: Response) -> None:
         """Read a response nobody needs, so its connection can serve the next request."""
         try:
             resp.read()
-        except (OSError, http.client.HTTPException):
+        except OSError:
             conn.close()
             return
         self._release(conn, resp)

@@ -9,27 +9,36 @@ from __future__ import annotations
 
 import base64
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-Config = dict[str, Any]
+TYPE_CHECKING = False  # typing is not imported at run time: it costs a few milliseconds
+if TYPE_CHECKING:
+    from typing import Any
+
+Config = dict[str, "Any"]
 
 
 class KubeconfigError(Exception):
     """Unusable configuration; the message is what kubectl would say, near enough."""
 
 
-@dataclass(frozen=True)
 class Selected:
-    """One context resolved: its cluster and user entries, its namespace."""
+    """One context resolved: its cluster and user entries, its namespace. (A plain class:
+    importing dataclasses costs milliseconds: it loads inspect.)"""
 
-    context: str
-    cluster: dict[str, Any]
-    user: dict[str, Any]
-    namespace: str
-    base: Path  # relative file references resolve against the file that named them
-    user_name: str = ""  # errors about credentials name the user, as kubectl's do
+    __slots__ = ("base", "cluster", "context", "namespace", "user", "user_name")
+
+    def __init__(
+        self,
+        context: str,
+        cluster: dict[str, Any],
+        user: dict[str, Any],
+        namespace: str,
+        base: Path,  # relative file references resolve against the file that named them
+        user_name: str = "",  # errors about credentials name the user, as kubectl's do
+    ) -> None:
+        self.context, self.cluster, self.user = context, cluster, user
+        self.namespace, self.base, self.user_name = namespace, base, user_name
 
 
 def load(path: str | None) -> tuple[Config, Path]:
@@ -60,8 +69,19 @@ def load(path: str | None) -> tuple[Config, Path]:
 
 
 def _parse(text: str) -> Config:
-    """YAML, imported only here (PyYAML's C loader when it is there: it is several times
-    faster on a kubeconfig full of base64 certificates)."""
+    """YAML: the kubeconfig subset by `kubeconfig_yaml` (no PyYAML to import), anything
+    else by PyYAML (its C loader when it is there: several times faster on base64 data)."""
+    from kubectl_mc.kubeconfig_yaml import Unusual
+    from kubectl_mc.kubeconfig_yaml import load as load_yaml
+
+    try:
+        data = load_yaml(text)
+    except Unusual:
+        data = _parse_with_pyyaml(text)
+    return data if isinstance(data, dict) else {}
+
+
+def _parse_with_pyyaml(text: str) -> Any:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -69,7 +89,7 @@ def _parse(text: str) -> Config:
         data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as err:
         raise ValueError(str(err)) from err
-    return data if isinstance(data, dict) else {}
+    return data
 
 
 def select(

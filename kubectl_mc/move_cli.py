@@ -12,7 +12,8 @@ from typing import Any
 
 import click
 
-from kubectl_mc.cli import _hub_args, _seconds, fail, hub_client, hub_options
+from kubectl_mc.commands import _hub_args, hub_options
+from kubectl_mc.hub import fail, hub_client, seconds
 
 
 def namespace_of(given: str | None, hub: dict[str, Any]) -> str:
@@ -113,7 +114,7 @@ def move(
     progress = Progress(lambda text: click.echo(text, nl=False), tty, kind.divided, width)
     expected = started.plan.expected if started else None
     try:
-        rows = moving.wait(client, kind, name, ns, expected, _seconds(timeout), progress)
+        rows = moving.wait(client, kind, name, ns, expected, seconds(timeout), progress)
     except moving.Stopped as stop:
         progress.finish(stop.rows)
         why = {"timed out": f"timed out after {timeout}", "interrupted": "interrupted"}

@@ -10,12 +10,14 @@ sorted, 4-space JSON), `name` as `kind.group/name`, and JSONPath templates.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
 
 from kubectl_mc.table import Columns
 
-Obj = dict[str, Any]
+TYPE_CHECKING = False  # typing is not imported at run time: it costs a few milliseconds
+if TYPE_CHECKING:
+    from typing import Any
+
+Obj = dict[str, "Any"]
 FORMATS = ("custom-columns", "json", "jsonpath", "name", "wide", "yaml")
 
 
@@ -23,10 +25,27 @@ class OutputError(Exception):
     """An `-o` value we cannot print; the message is kubectl's."""
 
 
-@dataclass(frozen=True)
 class Output:
-    format: str  # "" (table), or one of FORMATS
-    argument: str = ""
+    """An `-o` value understood. (Plain classes here: importing dataclasses costs more than
+    kubectl's whole start.)"""
+
+    __slots__ = ("argument", "format")
+
+    def __init__(self, format: str, argument: str = "") -> None:
+        self.format = format  # "" (table), or one of FORMATS
+        self.argument = argument
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Output) and (self.format, self.argument) == (
+            other.format,
+            other.argument,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.format, self.argument))
+
+    def __repr__(self) -> str:
+        return f"Output({self.format!r}, {self.argument!r})"
 
     @property
     def is_table(self) -> bool:
@@ -82,17 +101,23 @@ def _check_templates(templates: list[str]) -> None:
 # ---- server tables
 
 
-@dataclass
 class TableView:
     """How to print server Tables: which columns, and kubectl's extra ones."""
 
-    wide: bool = False
-    no_headers: bool = False
-    show_labels: bool = False
-    namespace_column: bool = False
-    leading: tuple[str, ...] = ()  # our own columns before the server's (NAME for sub-resources)
-    columns: Columns | None = None
-    _picked: list[int] | None = None
+    def __init__(
+        self,
+        wide: bool = False,
+        no_headers: bool = False,
+        show_labels: bool = False,
+        namespace_column: bool = False,
+        leading: tuple[
+            str, ...
+        ] = (),  # our own columns before the server's (NAME for sub-resources)
+    ) -> None:
+        self.wide, self.no_headers, self.show_labels = wide, no_headers, show_labels
+        self.namespace_column, self.leading = namespace_column, leading
+        self.columns: Columns | None = None
+        self._picked: list[int] | None = None
 
     def headers(self, table: Obj) -> list[str]:
         defs = table.get("columnDefinitions") or []

@@ -1,11 +1,11 @@
 """A cluster's `proxy-url`: the HTTP proxy that kubectl tunnels through to reach it.
 
 The API server is always HTTPS, so the connection goes to the proxy and asks it to
-`CONNECT host:port`; TLS to the server then runs inside that tunnel (http.client's
-`set_tunnel`). Credentials in the URL (`http://user:pass@proxy:3128`) become
-`Proxy-Authorization: Basic`, as in Go's transport. Only `http://` proxies: TLS to the proxy
-itself (`https://`) and SOCKS need more than the standard library's HTTP client, and they are
-refused plainly rather than bypassed.
+`CONNECT host:port`; TLS to the server then runs inside that tunnel (`http11.py`).
+Credentials in the URL (`http://user:pass@proxy:3128`) become `Proxy-Authorization: Basic`,
+as in Go's transport. Only `http://` proxies: TLS to the proxy
+itself (`https://`) and SOCKS are not implemented, and they are refused plainly rather
+than bypassed.
 
 Imported only when the kubeconfig's cluster names a proxy.
 """

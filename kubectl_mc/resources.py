@@ -16,8 +16,6 @@ The rule for names (also in `kubectl mc get --help`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 MC = "mc.kmc.dev"
 REMOTE = "remote.kmc.dev"
 KMC = "kmc.dev"
@@ -32,12 +30,26 @@ class UnknownResource(Exception):
         super().__init__(f'the server doesn\'t have a resource type "{name}"')
 
 
-@dataclass(frozen=True)
 class Resource:
-    plural: str
-    kind: str
-    group: str
-    namespaced: bool = True
+    """One resource type. Compared and hashed by its fields, like the frozen dataclass it
+    would be if importing dataclasses did not cost milliseconds (it loads inspect)."""
+
+    __slots__ = ("group", "kind", "namespaced", "plural")
+
+    def __init__(self, plural: str, kind: str, group: str, namespaced: bool = True) -> None:
+        self.plural, self.kind, self.group, self.namespaced = plural, kind, group, namespaced
+
+    def _key(self) -> tuple[str, str, str, bool]:
+        return (self.plural, self.kind, self.group, self.namespaced)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Resource) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Resource{self._key()!r}"
 
     @property
     def qualified(self) -> str:

@@ -89,23 +89,26 @@ SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 def in_cluster() -> Credentials:
-    """The pod's own ServiceAccount, as every in-cluster client finds it."""
+    """The pod's own ServiceAccount, as every in-cluster client finds it: its files in
+    /var/run/secrets/kubernetes.io/serviceaccount, or the folder `KMC_SERVICE_ACCOUNT_DIR`
+    names (the test bed runs the in-cluster path with that, outside a pod)."""
     import os
 
+    account = Path(os.environ.get("KMC_SERVICE_ACCOUNT_DIR") or SERVICE_ACCOUNT)
     host, port = (
         os.environ.get("KUBERNETES_SERVICE_HOST"),
         os.environ.get("KUBERNETES_SERVICE_PORT"),
     )
-    if not host or not port or not (SERVICE_ACCOUNT / "token").is_file():
+    if not host or not port or not (account / "token").is_file():
         raise KubeconfigError(
             "no --kubeconfig and not running in a pod: pass --kubeconfig for the hub"
         )
-    context = ssl.create_default_context(cafile=str(SERVICE_ACCOUNT / "ca.crt"))
+    context = ssl.create_default_context(cafile=str(account / "ca.crt"))
     server = f"https://{'[' + host + ']' if ':' in host else host}:{port}"
 
     async def renew() -> Credentials:
         # The kubelet rotates the projected token in place: read it again.
-        token = await asyncio.to_thread((SERVICE_ACCOUNT / "token").read_text)
+        token = await asyncio.to_thread((account / "token").read_text)
         return Credentials(server, context, token.strip(), renew)
 
-    return Credentials(server, context, (SERVICE_ACCOUNT / "token").read_text().strip(), renew)
+    return Credentials(server, context, (account / "token").read_text().strip(), renew)

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
+from apiserver.locations import renew
 from apiserver.locations.model import Location
+
+log = logging.getLogger(__name__)
 
 
 class CredentialsError(Exception):
@@ -28,6 +33,7 @@ class CredentialsError(Exception):
 class _Entry:
     secret_version: str
     kube: Kube
+    token: str = ""  # a bearer token in the Secret, if any (renewed when it is an account's)
 
 
 class Fleet:
@@ -71,6 +77,7 @@ class Fleet:
         version = str(secret["metadata"].get("resourceVersion", ""))
         entry = self._entries.get(location.name)
         if entry and entry.secret_version == version:
+            await self._renew(location, secret, entry)
             return entry.kube
         encoded = (secret.get("data") or {}).get(ref.key)
         if not encoded:
@@ -83,5 +90,31 @@ class Fleet:
         except kubeconfig.KubeconfigError as err:
             raise CredentialsError(f"{where} key {ref.key!r}: {err}") from err
         kube = Kube(self.session, creds, location.name, agent=self.agent, guard=self.guard)
-        self._entries[location.name] = _Entry(version, kube)
+        entry = self._entries[location.name] = _Entry(version, kube, creds.token or "")
+        await self._renew(location, secret, entry)
         return kube
+
+    async def _renew(self, location: Location, secret: dict[str, Any], entry: _Entry) -> None:
+        """A ServiceAccount token with a third of its life left is replaced in the Secret
+        (`renew.py`); the next connect builds the client from it. Only the leader writes
+        (both requests pass the guard); a failure is logged and tried at the next probe,
+        while the old token still works."""
+        who = renew.account(secret)
+        if who is None or not entry.token or not renew.due(entry.token):
+            return
+        ref = location.spec.secret_ref
+        hub = self.hub.guarded(self.guard) if self.guard else self.hub
+        try:
+            answer = await entry.kube.create(renew.token_path(*who), renew.token_request())
+            token = str((answer.get("status") or {}).get("token") or "")
+            encoded = (secret.get("data") or {}).get(ref.key) or ""
+            config = kubeconfig.parse(base64.b64decode(encoded).decode())
+            patch = renew.secret_patch(ref.key, renew.with_token(config, token))
+            await hub.merge_patch(f"/api/v1/namespaces/{ref.namespace}/secrets/{ref.name}", patch)
+        except (ApiError, kubeconfig.KubeconfigError, ValueError, OSError) as err:
+            log.warning("renewing the token of %s/%s failed: %s", who[0], who[1], err)
+            return
+        except Exception as err:  # the guard's refusal when not leading, among others
+            log.info("token of %s/%s not renewed now: %s", who[0], who[1], err)
+            return
+        log.info("renewed the token of %s/%s for location %s", *who, location.name)

@@ -176,3 +176,22 @@ def test_install_from_index(release: Release, krew_bin: Path, tmp_path: Path) ->
         == f"Client Version: v{__version__}\n"
     )
     assert run(kubectl(), "krew", "list", env=env).stdout.split() == ["kmc/mc"]
+
+
+def test_the_unpacked_app_keeps_its_bytecode(release: Release, tmp_path: Path) -> None:
+    """Its first run unpacks the zipapp and compiles it, also where Python itself would write
+    no bytecode; later runs import that bytecode."""
+    with tarfile.open(release.dist / f"kubectl-mc_v{__version__}_linux_amd64.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONDONTWRITEBYTECODE": "1"}
+    for _ in range(2):
+        done = run(sys.executable, tmp_path / "kubectl-mc", "version", "--client", env=env)
+        assert done.stdout == f"Client Version: v{__version__}\n"
+    (app,) = (cache / "kubectl-mc").iterdir()
+    sources = sorted(p for p in app.rglob("*.py") if p.name != "__main__.py")
+    tag = sys.implementation.cache_tag
+    missing = [
+        p for p in sources if not (p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc").exists()
+    ]
+    assert sources and not missing

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from kubectl_mc import completion
-from kubectl_mc.cli import cli
+from kubectl_mc.commands import cli
 
 
 def test_commands_complete_with_their_help() -> None:

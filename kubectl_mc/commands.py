@@ -1,0 +1,179 @@
+"""The `kubectl mc` command tree (click). Commands import what they need when they run.
+
+`get` and `describe` are defined here too (in `get_cli.py`), for `--help`, completion and
+command lines the quick path in `cli.py` leaves to click; the common ones never load this
+module. kubectl passes its own flags through to plugins wherever the user typed them, so
+the kubeconfig flags are accepted after the command name, as kubectl accepts them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from kubectl_mc.hub import fail, hub_client, seconds
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def hub_options(f: F) -> F:
+    """--kubeconfig/--context/--cluster/--user/--request-timeout, as kubectl has them."""
+    for option in reversed(
+        [
+            click.option("--kubeconfig", help="Path to the kubeconfig file (the hub)."),
+            click.option("--context", "context_", help="The kubeconfig context to use."),
+            click.option("--cluster", help="The kubeconfig cluster to use."),
+            click.option("--user", help="The kubeconfig user to use."),
+            click.option("--request-timeout", default="30s", help="e.g. 1s, 2m; 0 = none."),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+# Commands defined in their own modules, imported when they are run (or listed by --help).
+_ELSEWHERE = {
+    "completion": "kubectl_mc.completion",
+    "cordon": "kubectl_mc.drain_cli",
+    "describe": "kubectl_mc.get_cli",
+    "drain": "kubectl_mc.drain_cli",
+    "get": "kubectl_mc.get_cli",
+    "move": "kubectl_mc.move_cli",
+    "uncordon": "kubectl_mc.drain_cli",
+}
+
+
+class _Group(click.Group):
+    """A group whose commands in other modules load only when asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_ELSEWHERE})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in _ELSEWHERE:
+            import importlib
+
+            command = getattr(importlib.import_module(_ELSEWHERE[name]), name)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Transparent multi-cluster for Kubernetes: see and move what runs where."""
+
+
+@cli.command()
+@click.option("--client", "client_only", is_flag=True, help="The client version only.")
+@click.option("-o", "--output", help="yaml or json.")
+@hub_options
+def version(client_only: bool, output: str | None, **hub: Any) -> None:
+    """Print the client version, the hub's, and whether kmc-apiserver serves its API groups."""
+    from kubectl_mc import version as versions
+
+    if output not in (None, "", "json", "yaml"):
+        fail("error: --output must be 'yaml' or 'json'")
+    found: dict[str, Any] = {"clientVersion": versions.client_version()}
+    problem = None
+    if not client_only:
+        from kubectl_mc.kube import KubeError
+
+        try:
+            found.update(versions.server_versions(hub_client(**_hub_args(hub))))
+        except KubeError as err:
+            problem = str(err)
+    if output:
+        from kubectl_mc.printers import dump_json, dump_yaml
+
+        click.echo(dump_json(found) if output == "json" else dump_yaml(found))
+    else:
+        click.echo(versions.text(found))
+    if problem:
+        fail(problem)
+    if not client_only and not versions.healthy(found):
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--cluster-kubeconfig", required=True, help="kubeconfig of the cluster to join.")
+@click.option("--cluster-context", help="context in --cluster-kubeconfig (default: current).")
+@click.option("--labels", default="", help="traits as k=v,… (region, zone, cloud, …).")
+@click.option(
+    "--credentials",
+    type=click.Choice(["auto", "as-is"]),
+    default="auto",
+    help="auto: a short-lived credential (exec plugin, token file, expiring token) is used "
+    "once, to make a ServiceAccount for kmc-apiserver in the cluster, whose token is stored "
+    "and renewed; as-is: store the given credential.",
+)
+@hub_options
+def join(
+    name: str,
+    cluster_kubeconfig: str,
+    cluster_context: str | None,
+    labels: str,
+    credentials: str,
+    **hub: Any,
+) -> None:
+    """Make a cluster a location of the hub.
+
+    \b
+    kubectl mc join us-east --cluster-kubeconfig us-east.yaml \\
+        --labels topology.kubernetes.io/region=us
+    """
+    from kubectl_mc import join as joining
+    from kubectl_mc.kube import KubeError
+
+    parsed = {}
+    for item in filter(None, labels.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            fail(f"error: --labels takes k=v pairs separated by commas; {item!r} is not one")
+        parsed[key.strip()] = value.strip()
+    client = hub_client(**_hub_args(hub))
+    try:
+        verb = joining.join(client, name, cluster_kubeconfig, cluster_context, parsed, credentials)
+    except joining.JoinError as err:
+        fail(f"error: {err}")
+    except KubeError as err:
+        fail(str(err))
+    click.echo(f"location.kmc.dev/{name} {verb}")
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Do not drain: forget it now, what runs there stays.")
+@click.option("--timeout", default="5m", help="How long to wait for the drain, e.g. 90s, 10m.")
+@hub_options
+def unjoin(name: str, force: bool, timeout: str, **hub: Any) -> None:
+    """Stop using a cluster as a location.
+
+    It is drained first (cordoned; everything moves elsewhere, make before break), then its
+    Location and credentials are deleted.
+    """
+    from kubectl_mc import join as joining
+    from kubectl_mc.kube import KubeError
+
+    client = hub_client(**_hub_args(hub))
+    try:
+        joining.unjoin(client, name, force=force, timeout=seconds(timeout), progress=click.echo)
+    except joining.JoinError as err:
+        fail(f"error: {err}")
+    except KubeError as err:
+        fail(str(err))
+    click.echo(f"location.kmc.dev/{name} unjoined")
+
+
+def _hub_args(options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kubeconfig": options["kubeconfig"],
+        "context": options["context_"],
+        "cluster": options["cluster"],
+        "user": options["user"],
+        "request_timeout": options["request_timeout"],
+    }

@@ -1,0 +1,59 @@
+"""The ServiceAccount join makes for kmc-apiserver in a child, and when its token is renewed."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import yaml
+
+from apiserver.locations import renew
+from kubectl_mc import location_account
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def jwt(**claims: object) -> str:
+    payload = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+    return f"eyJhbGciOiJSUzI1NiJ9.{payload}.c2ln"
+
+
+def test_the_shipped_manifest_is_what_join_applies() -> None:
+    shipped = list(yaml.safe_load_all((REPO / "manifests/location/rbac.yaml").read_text()))
+    assert shipped == location_account.objects()
+
+
+def test_which_credentials_are_short_lived() -> None:
+    short = location_account.short_lived
+    assert short({"exec": {"command": "aws"}})
+    assert short({"tokenFile": "/var/run/token"})
+    assert short({"token": jwt(exp=2_000_000_000)})
+    assert not short({"token": "an-opaque-static-token"})
+    assert not short({"token": jwt(sub="legacy")})  # a JWT that never expires
+    assert not short({"client-certificate-data": "Y2VydA==", "client-key-data": "a2V5"})
+    assert not short({"exec": {"command": "aws"}, "client-certificate-data": "Y2VydA=="})
+
+
+def test_a_token_is_renewed_with_a_third_of_its_life_left() -> None:
+    token = jwt(iat=1000, exp=1000 + 3 * 3600)
+    assert not renew.due(token, now=1000 + 3600)
+    assert not renew.due(token, now=1000 + 2 * 3600 - 1)
+    assert renew.due(token, now=1000 + 2 * 3600)
+    assert renew.due(jwt(sub="legacy"))  # no lifetime: replaced by one that has
+    assert renew.due("not-a-jwt")
+
+
+def test_the_secret_keeps_everything_but_the_token() -> None:
+    config = {
+        "clusters": [{"name": "c", "cluster": {"server": "https://x"}}],
+        "users": [{"name": "c", "user": {"token": "old"}}],
+        "current-context": "c",
+    }
+    patch = renew.secret_patch("kubeconfig", renew.with_token(config, "new"))
+    written = yaml.safe_load(base64.b64decode(patch["data"]["kubeconfig"]))
+    assert written == {**config, "users": [{"name": "c", "user": {"token": "new"}}]}
+    secret = {"metadata": {"annotations": {renew.ANNOTATION: "kmc-system/kmc-location"}}}
+    assert renew.account(secret) == ("kmc-system", "kmc-location")
+    assert renew.account({"metadata": {}}) is None
+    assert renew.ANNOTATION == location_account.SERVICE_ACCOUNT_ANNOTATION
