@@ -85,14 +85,12 @@ def room(nodes: list[Obj], pods: list[Obj]) -> dict[str, Any]:
     ready = [n for n in nodes if _node_ready(n)]
     open_ = [n for n in ready if schedulable(n)]
     names = {n.get("metadata", {}).get("name") for n in open_}
-    allocatable = dict.fromkeys(SUMMED, "0")
-    allocatable.update(_sum(n.get("status", {}).get("allocatable", {}) for n in open_))
     return {
         "nodes": len(nodes),
         "readyNodes": len(ready),
         "schedulableNodes": len(open_),
-        "capacity": _sum(n.get("status", {}).get("capacity", {}) for n in ready),
-        "allocatable": allocatable,
+        "capacity": _total(n.get("status", {}).get("capacity", {}) for n in ready),
+        "allocatable": _total(n.get("status", {}).get("allocatable", {}) for n in open_),
         "requested": _requested([p for p in pods if p.get("spec", {}).get("nodeName") in names]),
     }
 
@@ -215,13 +213,19 @@ def _sum(lists: Iterable[dict[str, str]]) -> dict[str, str]:
     return {name: format_quantity(totals[name], like[name]) for name in sorted(totals)}
 
 
+def _total(lists: Iterable[dict[str, str]]) -> dict[str, str]:
+    """cpu, memory and pods summed, each said even when 0: the status is merged into, and a
+    resource left out would keep its last value."""
+    return {**dict.fromkeys(SUMMED, "0"), **_sum(lists)}
+
+
 def _requested(pods: list[Obj]) -> dict[str, str]:
-    """cpu/memory requested by scheduled pods, and how many pods are there."""
+    """cpu/memory requested by scheduled pods, and how many pods are there (`_total`)."""
     requests: list[dict[str, str]] = []
     scheduled = [p for p in pods if p.get("spec", {}).get("nodeName")]
     for pod in scheduled:
         for container in pod["spec"].get("containers", []):
             requests.append(container.get("resources", {}).get("requests", {}))
-    summed = _sum(requests)
+    summed = _total(requests)
     summed["pods"] = str(len(scheduled))
     return summed

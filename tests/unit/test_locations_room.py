@@ -88,6 +88,12 @@ def test_a_child_with_every_node_cordoned_has_no_room_rather_than_unknown_room()
     assert free(nodes, [pod("a")]) == Resources(cpu_milli=0, memory=0, pods=0)
 
 
+def test_nothing_running_is_said_as_zero() -> None:
+    """Location status is merged into: a resource left out would keep its last value (a
+    child emptied of pods still showed the CPU they had asked for)."""
+    assert room([node("a")], [])["requested"] == {"cpu": "0", "memory": "0", "pods": "0"}
+
+
 def test_room_is_what_the_open_nodes_have_left() -> None:
     nodes = [node("a"), node("b", cordoned=True)]
     pods = [pod("a", cpu="2"), pod("b", cpu="7")]
