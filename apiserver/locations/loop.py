@@ -189,6 +189,8 @@ class LocationLoop:
         message = (
             f"{fields['kubernetesVersion']}, {fields['readyNodes']}/{fields['nodes']} nodes Ready"
         )
+        if fields["schedulableNodes"] < fields["readyNodes"]:
+            message += f", {fields['schedulableNodes']} of them take new pods"
         fields["_ready"] = ("True", "Probed", message)
         return fields, True
 

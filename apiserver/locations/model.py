@@ -51,6 +51,7 @@ class LocationStatus(_Model):
     kubernetes_version: str | None = Field(default=None, alias="kubernetesVersion")
     nodes: int | None = None
     ready_nodes: int | None = Field(default=None, alias="readyNodes")
+    schedulable_nodes: int | None = Field(default=None, alias="schedulableNodes")
     capacity: dict[str, str] = Field(default_factory=dict)
     allocatable: dict[str, str] = Field(default_factory=dict)
     requested: dict[str, str] = Field(default_factory=dict)

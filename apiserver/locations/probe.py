@@ -21,6 +21,8 @@ DISCOVERY_V2 = (
 )
 SUMMED = ("cpu", "memory", "pods")
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
+# Taint effects that keep new pods off a node (PreferNoSchedule only discourages them).
+KEEPS_OFF = ("NoSchedule", "NoExecute")
 
 
 class Watched:
@@ -68,16 +70,43 @@ async def probe(kube: Kube, watched: Watched | None = None, timeout: float = 5.0
             _items(kube, "/api/v1/nodes", watched.nodes if watched else None),
             _items(kube, "/api/v1/pods", watched.pods if watched else None, RUNNING),
         )
-    ready = [n for n in node_items if _node_ready(n)]
     return {
         "kubernetesVersion": version.get("gitVersion", ""),
-        "nodes": len(node_items),
-        "readyNodes": len(ready),
-        "capacity": _sum(n.get("status", {}).get("capacity", {}) for n in ready),
-        "allocatable": _sum(n.get("status", {}).get("allocatable", {}) for n in ready),
-        "requested": _requested(pod_items),
+        **room(node_items, pod_items),
         "resources": kinds,
     }
+
+
+def room(nodes: list[Obj], pods: list[Obj]) -> dict[str, Any]:
+    """The nodes and room status fields. `capacity` is what the Ready nodes have; `allocatable`
+    and `requested` count only the nodes a new pod can go to (`schedulable`), so a child whose
+    nodes are cordoned, tainted or not Ready has no room, however big they are. With no such
+    node every resource is 0 — known to be nothing, not unknown."""
+    ready = [n for n in nodes if _node_ready(n)]
+    open_ = [n for n in ready if schedulable(n)]
+    names = {n.get("metadata", {}).get("name") for n in open_}
+    return {
+        "nodes": len(nodes),
+        "readyNodes": len(ready),
+        "schedulableNodes": len(open_),
+        "capacity": _total(n.get("status", {}).get("capacity", {}) for n in ready),
+        "allocatable": _total(n.get("status", {}).get("allocatable", {}) for n in open_),
+        "requested": _requested([p for p in pods if p.get("spec", {}).get("nodeName") in names]),
+    }
+
+
+def schedulable(node: Obj) -> bool:
+    """Would the scheduler put a new pod on this node: Ready, not cordoned
+    (`spec.unschedulable`), and no taint that keeps pods off (NoSchedule, NoExecute). A
+    workload that tolerates such a taint may find more room than this counts: room only ever
+    holds a move back, so counting too little keeps replicas where they are, never sends them
+    where they cannot run."""
+    spec = node.get("spec", {})
+    if spec.get("unschedulable"):
+        return False
+    if any(t.get("effect") in KEEPS_OFF for t in spec.get("taints") or []):
+        return False
+    return _node_ready(node)
 
 
 async def _items(
@@ -184,13 +213,19 @@ def _sum(lists: Iterable[dict[str, str]]) -> dict[str, str]:
     return {name: format_quantity(totals[name], like[name]) for name in sorted(totals)}
 
 
+def _total(lists: Iterable[dict[str, str]]) -> dict[str, str]:
+    """cpu, memory and pods summed, each said even when 0: the status is merged into, and a
+    resource left out would keep its last value."""
+    return {**dict.fromkeys(SUMMED, "0"), **_sum(lists)}
+
+
 def _requested(pods: list[Obj]) -> dict[str, str]:
-    """cpu/memory requested by scheduled pods, and how many pods are there."""
+    """cpu/memory requested by scheduled pods, and how many pods are there (`_total`)."""
     requests: list[dict[str, str]] = []
     scheduled = [p for p in pods if p.get("spec", {}).get("nodeName")]
     for pod in scheduled:
         for container in pod["spec"].get("containers", []):
             requests.append(container.get("resources", {}).get("requests", {}))
-    summed = _sum(requests)
+    summed = _total(requests)
     summed["pods"] = str(len(scheduled))
     return summed

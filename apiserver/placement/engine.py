@@ -592,7 +592,7 @@ def _divide_within_room(
     ctx: _Context, total: int, pool: Sequence[str]
 ) -> tuple[dict[str, int], int, str | None]:
     """Shares, replicas not placed (every location at its maximum), and why replicas short of
-    room stay where they are (no other location has room for them)."""
+    room stay where they are (no location has room for them)."""
     every = ctx.snapshot.weights
     # The snapshot's weights as they are when the pool is all of them (the usual case).
     weights = every if len(pool) == len(every) else {name: every[name] for name in pool}
@@ -606,8 +606,14 @@ def _divide_within_room(
         if name in weights:
             caps[name] = min(caps.get(name, limit), limit)
     short = set(caps)  # where a share went for want of room, and stays back if none is found
-    # Replicas short of room move only as far as the others' free room fits them (#16).
-    destinations = _room_caps(ctx, weights, short) if ctx.missing else {}
+    # Replicas move only as far as the destination's free room fits them (#16): moved into a
+    # full location they are as stuck there as where they were (and, once a hold ends, they
+    # would move back into the full location they left). A scale-up or a first placement is
+    # not a move: it goes where the strategy puts it, pending where there is no room, as on
+    # one cluster, until the grace period says which replicas are stuck.
+    held = sum(ctx.held(name) for name in weights)
+    moving = bool(ctx.missing) or (held > 0 and total <= held)
+    destinations = _room_caps(ctx, weights, short) if moving else {}
     caps.update(destinations)
     result = apportion(
         total,
@@ -620,11 +626,12 @@ def _divide_within_room(
         load=ctx.load,
     )
     shares = dict(result.shares)
-    if not (result.unplaced and short):
+    if not (result.unplaced and caps):
         return shares, result.unplaced, None
     # No room anywhere: the rest stays pending, as on one cluster, rather than vanish from the
-    # placement — first back where it was stuck, then (a scale-up beyond every location's
-    # room) where the strategy would put it.
+    # placement — first back where it was stuck, then (a scale-up or a first placement beyond
+    # every location's room) where the strategy would put it.
+    moved = {name: shares[name] - ctx.held(name) for name in destinations}
     owed = {name: max(0, ctx.held(name) - shares[name]) for name in short}
     if high is not None:
         owed = {name: min(count, high - shares[name]) for name, count in owed.items()}
@@ -641,12 +648,12 @@ def _divide_within_room(
         for name, extra in more.shares.items():
             shares[name] += extra
         unplaced += more.unplaced
-    no_room = None
-    if destinations:
-        moved = {name: shares[name] - ctx.held(name) for name in destinations}
-        free = {name: _free_of(ctx.locations[name]) for name in destinations}
-        no_room = room.no_room(result.unplaced, room.ask_of(ctx.obj), free, moved)
-    return shares, unplaced, no_room
+    roomless = result.unplaced - unplaced
+    if not roomless:
+        return shares, unplaced, None
+    free = {name: _free_of(ctx.locations[name]) for name in weights}
+    stuck = {name: ctx.missing.get(name, 0) for name in short}
+    return shares, unplaced, room.no_room(roomless, room.ask_of(ctx.obj), free, moved, stuck)
 
 
 def _room_caps(ctx: _Context, weights: Mapping[str, int], short: set[str]) -> dict[str, int]:

@@ -59,7 +59,9 @@ NEVER_PLACED = frozenset({"kube-system", "kube-public", "kube-node-lease", "kmc-
 # Location status fields no placement decision reads.
 LOCATION_NOISE = frozenset({"lastProbeTime", "objects", "observedGeneration"})
 # Location status fields only capacity-weighed decisions read: they move whenever pods start.
-LOCATION_ROOM = frozenset({"capacity", "allocatable", "requested", "nodes", "readyNodes"})
+LOCATION_ROOM = frozenset(
+    {"capacity", "allocatable", "requested", "nodes", "readyNodes", "schedulableNodes"}
+)
 # A placement decided: (the object's key, the placement annotation it replaces, where), and
 # None for where when its write to the hub failed after all.
 Decided = Callable[[Key, str, dict[str, int | None] | None], None]

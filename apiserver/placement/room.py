@@ -76,11 +76,18 @@ def shortfall(free: Free, ask: Ask, replicas: int) -> str:
 
 
 def no_room(
-    stuck: int, ask: Ask, free: Mapping[str, Free | None], elsewhere: Mapping[str, int]
+    stuck: int,
+    ask: Ask,
+    free: Mapping[str, Free | None],
+    elsewhere: Mapping[str, int],
+    unschedulable: Mapping[str, int] | None = None,
 ) -> str:
-    """The Unplaceable message: `stuck` replicas fit nowhere; each other location's shortfall
-    (`elsewhere`: replicas it takes already in this decision)."""
+    """The Unplaceable message: `stuck` replicas fit nowhere; each location's shortfall for
+    them (`elsewhere`: replicas it takes already in this decision; `unschedulable`: replicas
+    the child's scheduler could not place there, for a location whose counted room would
+    have fit them — a node selector, a taint or scattered room can do that)."""
     noun = "replica" if stuck == 1 else "replicas"
+    unschedulable = unschedulable or {}
     parts = []
     for name in sorted(free):
         room = free[name]
@@ -88,6 +95,9 @@ def no_room(
             parts.append(f"{name}: room unknown")
             continue
         lack = shortfall(Free(room.cpu_milli, room.memory, room.pods), ask, stuck)
+        if not lack and unschedulable.get(name):
+            parts.append(f"{name}: {unschedulable[name]} unschedulable there")
+            continue
         taken = elsewhere.get(name, 0)
         lack = lack or "none"
         parts.append(f"{name}: short of {lack}" + (f" after {taken} more" if taken else ""))

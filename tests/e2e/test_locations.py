@@ -110,6 +110,51 @@ def test_an_outage_shows_within_seconds_and_heals(
     )
 
 
+def test_cordoned_and_tainted_nodes_are_not_room(
+    installed: bed.State, kubectl: dict[str, Kubectl]
+) -> None:
+    """`kubectl cordon` (and a NoSchedule taint) in a child takes those nodes out of the
+    Location's room; the child stays Ready (it still runs what it has), its message says so."""
+    hub, child = kubectl["hub"], kubectl["eu-west"]
+    wait_children_ready(hub)
+    nodes = [n["metadata"]["name"] for n in child.json("get", "nodes")["items"]]
+    try:
+        child.run("cordon", *nodes[:-1])
+        child.run("taint", "nodes", nodes[-1], "dedicated=gpu:NoSchedule")
+        loc = wait_until(
+            "eu-west with no room",
+            lambda: (
+                (loc := hub.json("get", "location", "eu-west"))
+                and loc["status"].get("schedulableNodes") == 0
+                and loc
+            ),
+        )
+        status = loc["status"]
+        assert status["allocatable"] == {"cpu": "0", "memory": "0", "pods": "0"}
+        assert status["requested"]["pods"] == "0"
+        assert status["readyNodes"] == bed.NODES_PER_CHILD
+        assert ready(loc)["status"] == "True"
+        assert ready(loc)["message"].endswith("0 of them take new pods")
+        child.run("uncordon", nodes[0])
+        wait_until(
+            "one eu-west node back as room",
+            lambda: (
+                hub.json("get", "location", "eu-west")["status"]["allocatable"]
+                == {"cpu": "8", "memory": "32Gi", "pods": "110"}
+            ),
+        )
+    finally:
+        child.run("uncordon", *nodes)
+        child.run("taint", "nodes", nodes[-1], "dedicated-", check=False)
+    wait_until(
+        "eu-west's room back",
+        lambda: (
+            hub.json("get", "location", "eu-west")["status"]["allocatable"]
+            == {"cpu": "24", "memory": "96Gi", "pods": "330"}
+        ),
+    )
+
+
 def test_join_unjoin_round_trip(installed: bed.State, kubectl: dict[str, Kubectl]) -> None:
     hub = kubectl["hub"]
     run_testbed("add", "ap-west")  # a cluster of its own, not joined yet

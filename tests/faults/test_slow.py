@@ -7,71 +7,19 @@ locations keep syncing as fast as ever; restored, it recovers.
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import json
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-import yaml
 
 from kmc_testbed import bed
+from kmc_testbed.slowproxy import SlowProxy, pointed_at
 from tests.e2e.conftest import Kubectl
 from tests.e2e.test_placement import wait_placement, with_strategy
 from tests.e2e.test_testbed import deployment
 
-DELAY = 5.0  # seconds added to every chunk, both ways: far beyond the 3 s list timeout
 SLOW = "eu-west"
-
-
-class SlowProxy:
-    """Forwards 127.0.0.1:<port> to a target port, sleeping before every chunk."""
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self.port = bed.free_ports(1)[0]
-        self.connections = 0  # accepted so far: kmc-apiserver's client now goes through us
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    def __enter__(self) -> SlowProxy:
-        self.thread.start()
-        asyncio.run_coroutine_threadsafe(self._serve(), self.loop).result(10)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
-
-    async def _serve(self) -> None:
-        self.server = await asyncio.start_server(self._client, "127.0.0.1", self.port)
-
-    async def _shutdown(self) -> None:
-        self.server.close()
-        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
-
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while chunk := await reader.read(65536):
-                await asyncio.sleep(DELAY)
-                writer.write(chunk)
-                await writer.drain()
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            writer.close()
 
 
 def secret(hub: Kubectl) -> dict[str, object]:
@@ -81,16 +29,9 @@ def secret(hub: Kubectl) -> dict[str, object]:
 
 def point_at(hub: Kubectl, port: int) -> None:
     """Rewrite the location's kubeconfig Secret to reach its apiserver through `port`."""
-    current = secret(hub)
-    data = current["data"]
+    data = secret(hub)["data"]
     assert isinstance(data, dict)
-    key = next(iter(data))
-    config = yaml.safe_load(base64.b64decode(data[key]))
-    for cluster in config["clusters"]:
-        server = cluster["cluster"]["server"]
-        cluster["cluster"]["server"] = server.rsplit(":", 1)[0] + f":{port}"
-    encoded = base64.b64encode(yaml.safe_dump(config).encode()).decode()
-    patch = json.dumps({"data": {key: encoded}})
+    patch = json.dumps({"data": pointed_at(data, port)})
     hub.run("patch", "secret", f"location-{SLOW}", "-n", "kmc-system", "--type=merge", "-p", patch)
 
 

@@ -47,7 +47,8 @@ def test_with_no_room_anywhere_the_placement_holds_and_says_why() -> None:
     decision = run(candidates, current=current, obj=asking(6), missing_capacity={"a": 1})
     assert decision.placement == current and not decision.changes
     assert decision.unplaceable == (
-        "no location has room for 1 replica: b: short of pods 1; c: short of pods 1"
+        "no location has room for 1 replica: a: short of pods 1; b: short of pods 1; "
+        "c: short of pods 1"
     )
     again = run(candidates, current=current, obj=asking(6), missing_capacity={"a": 1})
     assert again.placement == current
@@ -88,3 +89,47 @@ def test_a_scale_up_beyond_every_locations_room_spreads_as_the_strategy_says() -
     decision = run(candidates, current=current, obj=asking(9), missing_capacity={"a": 1})
     assert decision.placement == {"a": 3, "b": 3, "c": 3}
     assert decision.unplaceable is not None and "room for 4 replicas" in decision.unplaceable
+
+
+def test_with_every_location_short_the_condition_names_each_shortfall() -> None:
+    """A scale-up on a full fleet: every location has a replica stuck; none can take another."""
+    candidates = [loc("a", free=FULL), loc("b", free=FULL), loc("c", free=FULL)]
+    current = {"a": 2, "b": 2, "c": 2}
+    stuck = {"a": 1, "b": 1, "c": 1}
+    decision = run(candidates, current=current, obj=asking(6), missing_capacity=stuck)
+    assert decision.placement == current and not decision.changes
+    assert decision.unplaceable == (
+        "no location has room for 3 replicas: a: short of pods 3; b: short of pods 3; "
+        "c: short of pods 3"
+    )
+
+
+def test_a_scale_up_beyond_every_locations_room_goes_where_the_strategy_puts_it() -> None:
+    candidates = [loc("a", free=FULL), loc("b", free=FULL), loc("c", free=FULL)]
+    decision = run(candidates, current={"a": 1, "b": 1, "c": 1}, obj=asking(6))
+    assert decision.placement == {"a": 2, "b": 2, "c": 2}
+
+
+def test_replicas_do_not_go_back_into_full_locations_when_the_hold_ends() -> None:
+    """a freed room and took the replicas stuck in b and c; b and c were held at 1 for a while.
+    Once the hold ends they are still full: moving back would only get stuck again (and move
+    back to a after the grace period: the flapping #16 measured)."""
+    roomy = Resources(cpu_milli=8000, memory=16 << 30, pods=7)
+    candidates = [loc("a", free=roomy), loc("b", free=FULL), loc("c", free=FULL)]
+    current = {"a": 4, "b": 1, "c": 1}
+    assert run(candidates, current=current, obj=asking(6)).placement == current
+    # With room again, b and c are tried again: the strategy's even split.
+    again = [loc("a", free=roomy), loc("b", free=roomy), loc("c", free=roomy)]
+    assert run(again, current=current, obj=asking(6)).placement == {"a": 2, "b": 2, "c": 2}
+
+
+def test_a_location_whose_counted_room_fits_says_its_replicas_are_unschedulable() -> None:
+    """Room is summed over nodes; the scheduler may still find no node for a replica."""
+    roomy = Resources(cpu_milli=8000, memory=16 << 30, pods=7)
+    candidates = [loc("a", free=roomy), loc("b", free=FULL)]
+    current = {"a": 2, "b": 2}
+    decision = run(candidates, current=current, obj=asking(4), missing_capacity={"a": 1, "b": 1})
+    assert decision.placement == current
+    assert decision.unplaceable == (
+        "no location has room for 2 replicas: a: 1 unschedulable there; b: short of pods 2"
+    )

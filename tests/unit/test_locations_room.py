@@ -1,0 +1,100 @@
+"""A location's room counts only nodes a new pod can go to: a cordoned node, one with a
+NoSchedule or NoExecute taint, or one not Ready adds nothing, and neither do the pods on it.
+A child whose nodes all refuse new pods has room 0 — known to be nothing, not unknown (an
+unknown room would let a stuck share move there)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apiserver.locations.probe import room, schedulable
+from apiserver.placement.engine import Resources
+from apiserver.placement.loop import _free
+
+
+def node(
+    name: str,
+    ready: bool = True,
+    cordoned: bool = False,
+    taints: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    resources = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    spec: dict[str, Any] = {"taints": taints} if taints else {}
+    if cordoned:
+        spec["unschedulable"] = True
+    return {
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def pod(node_name: str, cpu: str = "500m") -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"p-{node_name}"},
+        "spec": {
+            "nodeName": node_name,
+            "containers": [{"resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+        },
+    }
+
+
+def free(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> Resources | None:
+    fields = room(nodes, pods)
+    return _free(fields["allocatable"], fields["requested"])
+
+
+def test_every_open_node_counts_with_the_pods_on_it() -> None:
+    fields = room([node("a"), node("b")], [pod("a"), pod("b")])
+    assert fields["schedulableNodes"] == fields["readyNodes"] == fields["nodes"] == 2
+    assert fields["allocatable"] == {"cpu": "16", "memory": "64Gi", "pods": "220"}
+    assert fields["requested"] == {"cpu": "1", "memory": "2Gi", "pods": "2"}
+
+
+def test_a_cordoned_node_is_not_room() -> None:
+    fields = room([node("a"), node("b", cordoned=True)], [pod("a"), pod("b")])
+    assert fields["schedulableNodes"] == 1 and fields["readyNodes"] == 2
+    assert fields["capacity"] == {"cpu": "16", "memory": "64Gi", "pods": "220"}
+    assert fields["allocatable"] == {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    assert fields["requested"] == {"cpu": "500m", "memory": "1Gi", "pods": "1"}
+
+
+def test_taints_that_keep_pods_off_are_not_room() -> None:
+    def tainted(effect: str) -> dict[str, Any]:
+        return node(effect, taints=[{"key": "dedicated", "value": "gpu", "effect": effect}])
+
+    assert not schedulable(tainted("NoSchedule"))
+    assert not schedulable(tainted("NoExecute"))
+    assert schedulable(tainted("PreferNoSchedule"))
+    fields = room([tainted("NoSchedule"), tainted("NoExecute"), tainted("PreferNoSchedule")], [])
+    assert fields["schedulableNodes"] == 1
+    assert fields["allocatable"]["pods"] == "110"
+
+
+def test_a_node_not_ready_is_not_room() -> None:
+    fields = room([node("a"), node("b", ready=False)], [pod("a"), pod("b")])
+    assert fields["readyNodes"] == fields["schedulableNodes"] == 1
+    assert fields["allocatable"]["cpu"] == "8" and fields["requested"]["pods"] == "1"
+
+
+def test_a_child_with_every_node_cordoned_has_no_room_rather_than_unknown_room() -> None:
+    nodes = [node("a", cordoned=True), node("b", cordoned=True), node("c", cordoned=True)]
+    fields = room(nodes, [pod("a")])
+    assert fields["schedulableNodes"] == 0 and fields["readyNodes"] == 3
+    assert free(nodes, [pod("a")]) == Resources(cpu_milli=0, memory=0, pods=0)
+
+
+def test_nothing_running_is_said_as_zero() -> None:
+    """Location status is merged into: a resource left out would keep its last value (a
+    child emptied of pods still showed the CPU they had asked for)."""
+    assert room([node("a")], [])["requested"] == {"cpu": "0", "memory": "0", "pods": "0"}
+
+
+def test_room_is_what_the_open_nodes_have_left() -> None:
+    nodes = [node("a"), node("b", cordoned=True)]
+    pods = [pod("a", cpu="2"), pod("b", cpu="7")]
+    assert free(nodes, pods) == Resources(cpu_milli=6000, memory=31 << 30, pods=109)
