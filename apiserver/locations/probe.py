@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
+from apiserver.imports.negotiate import digest
 from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
 from apiserver.kube.informer import Informer
 from apiserver.locations.pending import Owner, Unschedulable
@@ -21,12 +22,14 @@ DISCOVERY_V2 = (
 )
 SUMMED = ("cpu", "memory", "pods")
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 class Watched:
-    """A child's nodes and running pods, kept by watches: a probe reads them instead of
+    """A child's nodes, running pods and CRDs, kept by watches: a probe reads them instead of
     listing everything every time, and a change wakes the prober at once. The pods also
-    feed the index of unschedulable ones; `stuck` hears of each owner whose count changed."""
+    feed the index of unschedulable ones; `stuck` hears of each owner whose count changed.
+    The CRDs are what API import negotiates with (`crds()`)."""
 
     def __init__(
         self,
@@ -43,7 +46,8 @@ class Watched:
             kube, "/api/v1/pods", self._changed, {"fieldSelector": RUNNING}, slim=slim_pod
         )
         self.pods.subscribe(self._pod)
-        self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods)]
+        self.crds = Informer(kube, CRDS, self._changed)
+        self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods, self.crds)]
 
     async def _changed(self, _: str, __: Obj, ___: Obj | None) -> None:
         self.wake()
@@ -61,12 +65,13 @@ class Watched:
 async def probe(kube: Kube, watched: Watched | None = None, timeout: float = 5.0) -> dict[str, Any]:
     """The status fields a probe learns (camelCase, as stored); ApiError when it fails."""
     async with asyncio.timeout(timeout):
-        _, version, kinds, node_items, pod_items = await asyncio.gather(
+        _, version, kinds, node_items, pod_items, crds = await asyncio.gather(
             _readyz(kube, timeout),
             kube.get("/version"),
             served_kinds(kube, timeout),
             _items(kube, "/api/v1/nodes", watched.nodes if watched else None),
             _items(kube, "/api/v1/pods", watched.pods if watched else None, RUNNING),
+            _crds(kube, watched.crds if watched else None),
         )
     ready = [n for n in node_items if _node_ready(n)]
     return {
@@ -77,7 +82,31 @@ async def probe(kube: Kube, watched: Watched | None = None, timeout: float = 5.0
         "allocatable": _sum(n.get("status", {}).get("allocatable", {}) for n in ready),
         "requested": _requested(pod_items),
         "resources": kinds,
+        "apiDigests": api_digests(crds),
     }
+
+
+async def _crds(kube: Kube, informer: Informer | None) -> list[Obj]:
+    """The child's CRDs; none when it will not show them (a child's RBAC may forbid it: that
+    costs the API import, never the location's readiness)."""
+    try:
+        return await _items(kube, CRDS, informer)
+    except Unreachable:
+        raise
+    except ApiError:
+        return []
+
+
+def api_digests(crds: list[Obj]) -> dict[str, str]:
+    """group/version/Kind -> digest of its CRD, for every served version of every CRD."""
+    out = {}
+    for crd in crds:
+        spec = crd.get("spec") or {}
+        kind = (spec.get("names") or {}).get("kind")
+        for version in spec.get("versions") or []:
+            if version.get("served") and kind:
+                out[f"{spec.get('group')}/{version['name']}/{kind}"] = digest(crd)
+    return dict(sorted(out.items()))
 
 
 async def _items(
