@@ -105,6 +105,15 @@ class ImportLoop:
         self, name: str, locations: list[Location], kinds: set[str]
     ) -> dict[str, set[str]]:
         raw = self.imports.get(name)
+        hub = self.cache.crds.get(name)
+        if hub is None and not any(
+            c["metadata"]["name"] == name for crds in self._seen.values() for c in crds
+        ):
+            # Served nowhere and not on the hub: nothing to record (never invented).
+            if raw is not None:
+                with contextlib.suppress(ApiError):
+                    await self.hub.delete(f"{GROUP_PATH}/{name}")
+            return {}
         if raw is None:
             raw = await self.hub.create(GROUP_PATH, APIImport.fresh(name).to_json())
             await self.imports.observe(raw)
@@ -116,7 +125,6 @@ class ImportLoop:
                 continue
             found = [c for c in self._seen[location.name] if c["metadata"]["name"] == name]
             crds[location.name] = found[0] if found else None
-        hub = self.cache.crds.get(name)
         owned = hub is not None and (hub["metadata"].get("labels") or {}).get(IMPORTED) == "true"
         kind = Kind.of_crd(hub) if hub is not None else None
         locked = kind is not None and next(iter(self.cache.list_keys(kind.key)), None) is not None
