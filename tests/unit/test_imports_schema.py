@@ -291,3 +291,19 @@ def test_narrowed_names_the_paths() -> None:
         b={"type": "array", "items": {"type": "object", "properties": {}}},
     )
     assert narrowed(hub, location) == ["spec.a (maxLength: null -> 3)", "spec.b[].c"]
+
+
+def test_length_and_count_bounds_tighten() -> None:
+    hub = common(
+        [
+            _spec(s={"type": "string", "minLength": 1, "maxLength": 9}),
+            _spec(s={"type": "string", "minLength": 2, "maxLength": 5}),
+        ]
+    )
+    assert hub == _spec(s={"type": "string", "minLength": 2, "maxLength": 5})
+    assert errors(hub, {"spec": {"s": "a"}}) == ["spec.s: fewer than minLength"]
+    empty = [
+        _spec(s={"type": "string", "minLength": 6}),
+        _spec(s={"type": "string", "maxLength": 5}),
+    ]
+    assert common(empty) == _spec()
