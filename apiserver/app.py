@@ -29,6 +29,7 @@ from apiserver.api.authz import Authorizer
 from apiserver.api.errors import status_errors
 from apiserver.api.guard import guard
 from apiserver.hubcache import HubCache
+from apiserver.imports.loop import ImportLoop
 from apiserver.keys import (
     AUTHENTICATOR,
     AUTHORIZER,
@@ -154,6 +155,9 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         leadership=leadership,
     )
     app[LOCATIONS].stuck_listeners.append(app[PLACEMENT].on_stuck)
+    imports = ImportLoop(
+        acting, cache, app[LOCATIONS].crds, app[PLACEMENT].exclude, leadership.leading
+    )
     app[SYNC] = SyncLoop(cache, app[FLEET], app[PLACEMENT], SyncSettings(workers=options.workers))
     app[VIEW_ROWS] = ViewRows(cache, app[PLACEMENT], app[SYNC])
     app[REMOTE_CACHES] = RemoteCaches(options.remote_cache_idle, options.remote_cache_max_objects)
@@ -166,6 +170,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         "locations": asyncio.create_task(app[LOCATIONS].run(), name="locations"),
         "placement": asyncio.create_task(app[PLACEMENT].run(), name="placement"),
         "sync": asyncio.create_task(app[SYNC].run(), name="sync"),
+        "imports": asyncio.create_task(imports.run(), name="imports"),
         "remote-caches": asyncio.create_task(app[REMOTE_CACHES].run(), name="remote-caches"),
     }
     if options.leader_elect:

@@ -61,6 +61,13 @@ class LocationLoop:
         watched = self._watched.get(name)
         return watched.unschedulable if watched else None
 
+    def crds(self, name: str) -> list[Obj] | None:
+        """The CRDs a location serves, once its watch has synced (read only)."""
+        watched = self._watched.get(name)
+        if watched is None or not watched.crds.synced.is_set():
+            return None
+        return watched.crds.items()
+
     def _stuck(self, name: str) -> Callable[[Owner], None]:
         def tell(owner: Owner) -> None:
             for listener in self.stuck_listeners:

@@ -56,6 +56,8 @@ class LocationStatus(_Model):
     allocatable: dict[str, str] = Field(default_factory=dict)
     requested: dict[str, str] = Field(default_factory=dict)
     resources: list[str] = Field(default_factory=list)
+    # group/version/Kind -> digest of the child's CRD (apiserver/imports/negotiate.py)
+    api_digests: dict[str, str] = Field(default_factory=dict, alias="apiDigests")
     last_probe_time: str | None = Field(default=None, alias="lastProbeTime")
     objects: int | None = None  # written by the sync loop…
     observed_generation: int | None = Field(default=None, alias="observedGeneration")  # …with this

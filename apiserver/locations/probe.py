@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
+from apiserver.imports.negotiate import digest
 from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
 from apiserver.kube.informer import Informer
 from apiserver.locations.pending import Owner, Unschedulable
@@ -23,12 +24,14 @@ SUMMED = ("cpu", "memory", "pods")
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
 # Taint effects that keep new pods off a node (PreferNoSchedule only discourages them).
 KEEPS_OFF = ("NoSchedule", "NoExecute")
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 class Watched:
-    """A child's nodes and running pods, kept by watches: a probe reads them instead of
+    """A child's nodes, running pods and CRDs, kept by watches: a probe reads them instead of
     listing everything every time, and a change wakes the prober at once. The pods also
-    feed the index of unschedulable ones; `stuck` hears of each owner whose count changed."""
+    feed the index of unschedulable ones; `stuck` hears of each owner whose count changed.
+    The CRDs are what API import negotiates with (`crds()`)."""
 
     def __init__(
         self,
@@ -45,7 +48,8 @@ class Watched:
             kube, "/api/v1/pods", self._changed, {"fieldSelector": RUNNING}, slim=slim_pod
         )
         self.pods.subscribe(self._pod)
-        self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods)]
+        self.crds = Informer(kube, CRDS, self._changed)
+        self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods, self.crds)]
 
     async def _changed(self, _: str, __: Obj, ___: Obj | None) -> None:
         self.wake()
@@ -63,17 +67,19 @@ class Watched:
 async def probe(kube: Kube, watched: Watched | None = None, timeout: float = 5.0) -> dict[str, Any]:
     """The status fields a probe learns (camelCase, as stored); ApiError when it fails."""
     async with asyncio.timeout(timeout):
-        _, version, kinds, node_items, pod_items = await asyncio.gather(
+        _, version, kinds, node_items, pod_items, crds = await asyncio.gather(
             _readyz(kube, timeout),
             kube.get("/version"),
             served_kinds(kube, timeout),
             _items(kube, "/api/v1/nodes", watched.nodes if watched else None),
             _items(kube, "/api/v1/pods", watched.pods if watched else None, RUNNING),
+            _crds(kube, watched.crds if watched else None),
         )
     return {
         "kubernetesVersion": version.get("gitVersion", ""),
         **room(node_items, pod_items),
         "resources": kinds,
+        "apiDigests": api_digests(crds),
     }
 
 
@@ -107,6 +113,29 @@ def schedulable(node: Obj) -> bool:
     if any(t.get("effect") in KEEPS_OFF for t in spec.get("taints") or []):
         return False
     return _node_ready(node)
+
+
+async def _crds(kube: Kube, informer: Informer | None) -> list[Obj]:
+    """The child's CRDs; none when it will not show them (a child's RBAC may forbid it: that
+    costs the API import, never the location's readiness)."""
+    try:
+        return await _items(kube, CRDS, informer)
+    except Unreachable:
+        raise
+    except ApiError:
+        return []
+
+
+def api_digests(crds: list[Obj]) -> dict[str, str]:
+    """group/version/Kind -> digest of its CRD, for every served version of every CRD."""
+    out = {}
+    for crd in crds:
+        spec = crd.get("spec") or {}
+        kind = (spec.get("names") or {}).get("kind")
+        for version in spec.get("versions") or []:
+            if version.get("served") and kind:
+                out[f"{spec.get('group')}/{version['name']}/{kind}"] = digest(crd)
+    return dict(sorted(out.items()))
 
 
 async def _items(

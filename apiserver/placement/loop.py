@@ -129,6 +129,8 @@ class PlacementLoop:
         self._candidates: dict[tuple[str, str], tuple[Any, Any, engine.Candidate]] = {}
         self._strategies: dict[tuple[str | None, str | None, str], tuple[Strategy, str]] = {}
         self.schemas = SchemaCache(fleet)
+        # location -> group/version/Kind an API import found Incompatible there: not served.
+        self.excluded: dict[str, frozenset[str]] = {}
         self.queue: WorkQueue[Key] = WorkQueue("placement", lane=lambda k: k.lane)
         # Told of every new placement before it is written to the hub (the sync loop acts on
         # it at once; the annotation stays the durable record).
@@ -178,6 +180,14 @@ class PlacementLoop:
             for follower in NAMESPACE_FOLLOWERS:
                 for dependent in self.cache.list_keys(follower, key.namespace):
                     self.queue.add(dependent)
+
+    def exclude(self, excluded: dict[str, frozenset[str]], kinds: set[str]) -> None:
+        """The API import's verdicts: kinds at Incompatible locations count as not served.
+        A change re-decides every object of the imported kinds (`kinds`: hub kind keys)."""
+        if excluded == self.excluded:
+            return
+        self.excluded = excluded
+        self._enqueue_all([k for k in kinds if k in self.cache.kinds])
 
     def on_stuck(self, _location: str, owner: Owner) -> None:
         """A workload's count of unschedulable pods changed in a location: look again."""
@@ -441,7 +451,8 @@ class PlacementLoop:
                 schemas[api_key] = checker
         # The same Location version and schema give the same Candidate object: the engine
         # remembers its verdicts per candidate object.
-        version = raw["metadata"].get("resourceVersion")
+        excluded = self.excluded.get(location.name, frozenset())
+        version = (raw["metadata"].get("resourceVersion"), excluded)
         known = self._candidates.get((location.name, api_key))
         if known is not None and known[0] == version and known[1] is checker:
             return known[2]
@@ -452,7 +463,7 @@ class PlacementLoop:
             unschedulable=location.spec.unschedulable,
             ready=bool(ready and ready.status == "True"),
             ready_changed_at=_changed_at(ready.last_transition_time if ready else None),
-            served=frozenset(status.resources),
+            served=frozenset(status.resources) - excluded,
             schemas=schemas,
             free=_free(status.allocatable, status.requested),
         )

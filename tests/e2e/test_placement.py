@@ -385,7 +385,8 @@ def test_a_crd_object_goes_where_its_api_is_served_and_leaves_where_it_goes_away
         messages = [e["message"] for e in events_of(hub, namespace, "gadget")]
         assert "evacuated eu-west: example.com/v1 Widget not served" in messages
     finally:
-        for cluster in ("hub", *serving):
+        # Children first: while a child still serves it, API import would re-create the hub's.
+        for cluster in (*serving, "hub"):
             kubectl[cluster].run("delete", "crd", "widgets.example.com", "--ignore-not-found")
 
 

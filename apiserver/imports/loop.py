@@ -1,0 +1,218 @@
+"""The import loop: every custom kind the locations serve gets an APIImport on the hub, and a
+hub CRD negotiated from the locations' CRDs (apiserver/imports/negotiate.py).
+
+Level-based: any change to a Location (its probe writes `apiDigests` when a child's CRDs
+change), to a hub CRD or to an APIImport wakes one pass over every group/resource; a pass
+reads only caches and writes only what differs. The hub CRD is written only when kmc created
+it (label `kmc.dev/imported`); a user's CRD is only judged against. A location's CRDs are the
+last ones its probe's watch saw, so an unreachable location neither widens nor narrows a kind.
+Locations found Incompatible are handed to the placement loop as not serving the kind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from apiserver.hubcache import CRDS, HubCache
+from apiserver.imports.model import GROUP_PATH, IMPORTED, APIImport, LocationVerdict
+from apiserver.imports.negotiate import Decision, State, negotiate
+from apiserver.imports.schema import canonical
+from apiserver.kinds import Kind
+from apiserver.kube import events
+from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.informer import Informer
+from apiserver.locations.model import Location
+from apiserver.placement.selector import matches
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "kmc-import"
+OUR_GROUPS = ("kmc.dev",)
+
+
+def importable(crd: Obj) -> bool:
+    """Namespaced kinds not of our own groups: what the placement loop can place."""
+    spec = crd.get("spec") or {}
+    group = str(spec.get("group") or "")
+    ours = any(group == g or group.endswith("." + g) for g in OUR_GROUPS)
+    return spec.get("scope") == "Namespaced" and not ours
+
+
+class ImportLoop:
+    def __init__(
+        self,
+        hub: Kube,
+        cache: HubCache,
+        location_crds: Callable[[str], list[Obj] | None],
+        exclude: Callable[[dict[str, frozenset[str]], set[str]], None] = lambda _, __: None,
+        leading: asyncio.Event | None = None,
+        resync: float = 30.0,
+    ) -> None:
+        self.hub = hub
+        self.cache = cache
+        self.location_crds = location_crds
+        self.exclude = exclude
+        self.leading = leading
+        self.resync = resync
+        self.imports = Informer(hub, GROUP_PATH, self._wake)
+        self.events = events.Recorder(hub, COMPONENT)
+        self._woken = asyncio.Event()
+        self._seen: dict[str, list[Obj]] = {}  # location -> its CRDs as last seen
+        cache.locations.subscribe(self._wake)
+        cache.crds.subscribe(self._wake)
+
+    async def _wake(self, *_: Any) -> None:
+        self._woken.set()
+
+    async def run(self) -> None:
+        watch = asyncio.create_task(self.imports.run(), name="hub apiimports")
+        try:
+            await self.cache.wait_synced()
+            while True:
+                self._woken.clear()
+                if self.leading is None or self.leading.is_set():
+                    try:
+                        await self.reconcile()
+                    except ApiError as err:
+                        log.warning("api import pass failed: %s", err)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._woken.wait(), self.resync)
+                await asyncio.sleep(0.2)  # let a burst of changes land in one pass
+        finally:
+            watch.cancel()
+
+    async def reconcile(self) -> None:
+        """One pass over every group/resource any location serves or an APIImport names."""
+        locations = [Location.model_validate(o) for o in self.cache.locations.items()]
+        for location in locations:
+            crds = self.location_crds(location.name)
+            if crds is not None:
+                self._seen[location.name] = [c for c in crds if importable(c)]
+        names = {c["metadata"]["name"] for crds in self._seen.values() for c in crds}
+        names |= {o["metadata"]["name"] for o in self.imports.items()}
+        excluded: dict[str, set[str]] = {}
+        kinds: set[str] = set()
+        for name in sorted(names):
+            for where, gvks in (await self._one(name, locations, kinds)).items():
+                excluded.setdefault(where, set()).update(gvks)
+        self.exclude({k: frozenset(v) for k, v in excluded.items()}, kinds)
+
+    async def _one(
+        self, name: str, locations: list[Location], kinds: set[str]
+    ) -> dict[str, set[str]]:
+        raw = self.imports.get(name)
+        hub = self.cache.crds.get(name)
+        if hub is None and not any(
+            c["metadata"]["name"] == name for crds in self._seen.values() for c in crds
+        ):
+            # Served nowhere and not on the hub: nothing to record (never invented).
+            if raw is not None:
+                with contextlib.suppress(ApiError):
+                    await self.hub.delete(f"{GROUP_PATH}/{name}")
+            return {}
+        if raw is None:
+            raw = await self.hub.create(GROUP_PATH, APIImport.fresh(name).to_json())
+            await self.imports.observe(raw)
+        record = APIImport.model_validate(raw)
+        selector = record.spec.location_selector
+        crds: dict[str, Obj | None] = {}
+        for location in locations:
+            if location.name not in self._seen or not matches(selector, location.labels):
+                continue
+            found = [c for c in self._seen[location.name] if c["metadata"]["name"] == name]
+            crds[location.name] = found[0] if found else None
+        owned = hub is not None and (hub["metadata"].get("labels") or {}).get(IMPORTED) == "true"
+        kind = Kind.of_crd(hub) if hub is not None else None
+        locked = kind is not None and next(iter(self.cache.list_keys(kind.key)), None) is not None
+        if kind is not None:
+            kinds.add(kind.key)
+        decision = negotiate(crds, hub, owned, locked)
+        written = await self._keep_crd(name, hub, owned, decision)
+        await self._status(record, raw, hub, owned, decision, written)
+        return _excluded(hub, decision)
+
+    async def _keep_crd(self, name: str, hub: Obj | None, owned: bool, decision: Decision) -> str:
+        """Create or update the hub CRD we own; '' or the error that stopped it."""
+        if decision.spec is None or (hub is not None and not owned):
+            return ""
+        if hub is not None and canonical(_comparable(hub["spec"])) == canonical(decision.spec):
+            return ""
+        body: Obj = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": name, "labels": {IMPORTED: "true"}},
+            "spec": {**(hub or {}).get("spec", {}), **decision.spec},
+        }
+        try:
+            if hub is None:
+                await self.hub.create(CRDS, body)
+                log.info("api import %s: hub CRD created", name)
+            else:
+                body["metadata"]["resourceVersion"] = hub["metadata"]["resourceVersion"]
+                await self.hub.request("PUT", f"{CRDS}/{name}", body=body)
+                log.info("api import %s: hub CRD updated", name)
+        except ApiError as err:
+            log.warning("api import %s: hub CRD not written: %s", name, err)
+            return f"{err.reason}: {err}"
+        return ""
+
+    async def _status(
+        self,
+        record: APIImport,
+        raw: Obj,
+        hub: Obj | None,
+        owned: bool,
+        decision: Decision,
+        error: str,
+    ) -> None:
+        rows = [
+            LocationVerdict(name=n, verdict=v.state.value, digest=v.digest, paths=list(v.paths))
+            for n, v in sorted(decision.verdicts.items())
+        ]
+        status = record.status_for(rows, hub, owned, decision, error)
+        if canonical(status) == canonical(raw.get("status") or {}):
+            return
+        for row in rows:
+            before = record.status.row(row.name)
+            if before is None or before.verdict != row.verdict or before.paths != row.paths:
+                kind = "Warning" if row.verdict == State.INCOMPATIBLE.value else "Normal"
+                where = f": {'; '.join(row.paths)}" if row.paths else ""
+                self.events.post(raw, kind, row.verdict, f"location {row.name}{where}")
+        with contextlib.suppress(ApiError):
+            path = f"{GROUP_PATH}/{record.metadata['name']}/status"
+            written = await self.hub.merge_patch(path, {"status": status})
+            await self.imports.observe(written)
+
+
+def _comparable(spec: Obj) -> Obj:
+    """The parts of a hub CRD's spec that negotiation decides (the server adds defaults)."""
+    return {k: spec.get(k) for k in ("group", "names", "scope", "versions")} | {
+        "versions": [
+            {
+                k: v[k]
+                for k in (
+                    "name",
+                    "served",
+                    "storage",
+                    "schema",
+                    "subresources",
+                    "additionalPrinterColumns",
+                )
+                if k in v
+            }
+            for v in spec.get("versions") or []
+        ]
+    }
+
+
+def _excluded(hub: Obj | None, decision: Decision) -> dict[str, set[str]]:
+    """location -> group/version/Kind the placement engine must treat as not served there."""
+    if hub is None:
+        return {}
+    spec = hub["spec"]
+    gvks = {f"{spec['group']}/{v['name']}/{spec['names']['kind']}" for v in spec["versions"]}
+    return {name: gvks for name, v in decision.verdicts.items() if v.state == State.INCOMPATIBLE}

@@ -1,0 +1,108 @@
+"""Negotiating a whole CRD: who takes part, which versions, and a verdict per location."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from apiserver.imports.negotiate import State, digest, negotiate, version_order
+
+Obj = dict[str, Any]
+
+
+def crd(*versions: str, fields: dict[str, Any] | None = None, kind: str = "Widget") -> Obj:
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {"size": {"type": "integer"}} if fields is None else fields,
+            }
+        },
+    }
+    return {
+        "metadata": {"name": "widgets.example.org"},
+        "spec": {
+            "group": "example.org",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": kind},
+            "versions": [
+                {
+                    "name": v,
+                    "served": True,
+                    "storage": i == 0,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+                for i, v in enumerate(versions)
+            ],
+        },
+    }
+
+
+def test_the_hub_serves_the_versions_every_location_serves_storing_the_highest() -> None:
+    decision = negotiate(
+        {"a": crd("v1beta1", "v1"), "b": crd("v1", "v1beta1", "v2alpha1"), "c": None},
+        hub=None,
+        owned=False,
+        locked=False,
+    )
+    assert decision.versions == ("v1beta1", "v1")
+    assert decision.storage == "v1"
+    assert decision.verdicts["c"].state == State.MISSING
+    assert {decision.verdicts[n].state for n in "ab"} == {State.COMPATIBLE}
+
+
+def test_a_location_with_another_kind_or_no_shared_version_is_incompatible() -> None:
+    decision = negotiate(
+        {"a": crd("v1"), "b": crd("v1", kind="Gadget"), "c": crd("v2")},
+        hub=None,
+        owned=False,
+        locked=False,
+    )
+    assert decision.verdicts["a"].state == State.COMPATIBLE
+    assert decision.verdicts["b"].state == State.INCOMPATIBLE
+    assert decision.verdicts["b"].paths == ("spec.names.kind: Widget != Gadget",)
+    assert decision.verdicts["c"].paths == ("v1: not served",)
+
+
+def test_a_user_crd_is_never_written_only_judged_against() -> None:
+    user = crd("v1", fields={"size": {"type": "integer"}, "color": {"type": "string"}})
+    decision = negotiate({"a": crd("v1"), "b": copy.deepcopy(user)}, user, False, False)
+    assert decision.spec is None
+    assert decision.verdicts["a"].state == State.INCOMPATIBLE
+    assert decision.verdicts["a"].paths == ("v1: spec.color",)
+    assert decision.verdicts["b"].state == State.COMPATIBLE
+
+
+def test_with_objects_on_the_hub_the_schema_does_not_shrink_but_may_grow() -> None:
+    hub = {**crd("v1"), "spec": negotiate({"a": crd("v1")}, None, False, False).spec}
+    narrower = crd("v1", fields={})
+    wider = crd("v1", fields={"size": {"type": "integer"}, "color": {"type": "string"}})
+    decision = negotiate({"a": wider, "b": narrower}, hub, owned=True, locked=True)
+    assert decision.verdicts["b"].state == State.INCOMPATIBLE
+    assert decision.verdicts["b"].paths == ("v1: spec.size",)
+    assert decision.spec is not None
+    grown = decision.spec["versions"][0]["schema"]["openAPIV3Schema"]
+    assert set(grown["properties"]["spec"]["properties"]) == {"size", "color"}
+    unlocked = negotiate({"a": wider, "b": narrower}, hub, owned=True, locked=False)
+    assert unlocked.verdicts["b"].state == State.COMPATIBLE  # nothing written yet: it narrows
+
+
+def test_digests_are_stable_and_see_schema_changes_only() -> None:
+    one, two = crd("v1"), crd("v1")
+    two["metadata"]["resourceVersion"] = "42"
+    assert digest(one) == digest(two)
+    assert digest(one) != digest(crd("v1", fields={}))
+
+
+def test_version_order_is_kubernetes_priority() -> None:
+    names = ["v1alpha1", "v2", "v1beta2", "foo", "v1", "v1beta1", "v10"]
+    assert sorted(names, key=version_order, reverse=True) == [
+        "v10",
+        "v2",
+        "v1",
+        "v1beta2",
+        "v1beta1",
+        "v1alpha1",
+        "foo",
+    ]
