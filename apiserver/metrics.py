@@ -80,6 +80,13 @@ READS = Counter(
     ["group", "source"],
     registry=REGISTRY,
 )
+LATE_EVENTS = Counter(
+    "kmc_consistent_read_late_events_total",
+    "Watch events that came after a consistent read that had to see them had answered "
+    "(each widens the quiet the next reads wait for: see Informer.caught_up).",
+    ["cluster"],
+    registry=REGISTRY,
+)
 READS_REJECTED = Counter(
     "kmc_reads_rejected_total",
     "Reads answered 429 because the queue of reads waiting their turn was full.",

@@ -20,7 +20,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import converge, fairness, forged, integrity, placement, remote, revocation, sync
+from bench import (
+    converge,
+    fairness,
+    forged,
+    integrity,
+    placement,
+    remote,
+    revocation,
+    settle,
+    sync,
+)
 from bench.objects import kwok_nodes
 from kmc_testbed import config as bedconfig
 
@@ -86,6 +96,7 @@ def run_all(quick: bool, with_load: bool = False) -> list[dict[str, Any]]:
     if not quick:
         step("punch-through, 6 locations", lambda: _six_locations())
     step("plugin start-up", _plugin)
+    step("watch events trailing a consistent read", lambda: settle.measure(300, 4))
     step("forged identities", forged.forged)
     step("revocation in a child", revocation.measure)
     step("move", lambda: asyncio.run(integrity.move()))
@@ -195,6 +206,9 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         ),
         "plugin_ratio_krew_zipapp": figure(
             rows, "plugin.get_deployments", "median_ms_krew_zipapp", "ratio"
+        ),
+        "settle_trail_max_ms": next(
+            (r["value"] for r in rows if r["benchmark"] == "settle.trailing_event"), None
         ),
         "move_min_available_ratio": figure(rows, "move", "min_available_ratio"),
         "move_samples_during": figure(rows, "move", "samples_during_move"),

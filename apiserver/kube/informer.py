@@ -11,13 +11,16 @@ delivered again.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import dataclasses
 import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from apiserver import metrics
 from apiserver.kube.client import ApiError, Kube, Obj
 
 log = logging.getLogger(__name__)
@@ -25,6 +28,12 @@ log = logging.getLogger(__name__)
 Handler = Callable[[str, Obj, Obj | None], Awaitable[None]]
 # Deletions remembered for `observe`: it only needs the ones of the last few seconds.
 _TOMBSTONES = 4096
+# A quiet watch is caught up after `settle`, or after this many times the latest event seen
+# trailing in the last TRAIL_WINDOW seconds, never more than SETTLE_CAP (`caught_up`).
+TRAIL_FACTOR = 4.0
+TRAIL_WINDOW = 300.0
+SETTLE_CAP = 0.25
+READ_MEMORY = 10.0  # how long a read waits for the events it must see, for trails' sake
 
 
 def key_of(obj: Obj) -> str:
@@ -47,6 +56,15 @@ class Backoff:
 
     def reset(self) -> None:
         self.attempt = 0
+
+
+@dataclasses.dataclass
+class _Read:
+    """A consistent read: the version it must see, and when it began to wait for it."""
+
+    version: int
+    started: float
+    answered: bool = False
 
 
 class Informer:
@@ -77,6 +95,11 @@ class Informer:
         self.version = -1
         self.watching = False
         self._moved = asyncio.Event()
+        # Reads waiting or answered whose version the watch has not passed yet, (when, how
+        # late) for events that trailed one, and how many came after it answered: `caught_up`.
+        self._reads: list[_Read] = []
+        self._trails: collections.deque[tuple[float, float]] = collections.deque(maxlen=64)
+        self.late = 0
 
     def subscribe(self, handler: Handler) -> None:
         """One more handler for every change (delivered after the earlier ones)."""
@@ -113,28 +136,74 @@ class Informer:
 
     def _advance(self, version: str) -> None:
         with contextlib.suppress(ValueError):
-            self.version = max(self.version, int(version))
+            taken = int(version)
+            self.version = max(self.version, taken)
+            if self._reads:
+                self._trailed(taken)
         moved, self._moved = self._moved, asyncio.Event()
         moved.set()
+
+    def _trailed(self, taken: int) -> None:
+        """An event at `taken` was written before every read that learnt a version at or
+        above it: how late it came is a trail (see `caught_up`); a read that had already
+        answered missed it. Events come in order, so reads below `taken` are done with."""
+        now = time.monotonic()
+        kept, missed = [], 0
+        for read in self._reads:
+            if taken > read.version or now - read.started > READ_MEMORY:
+                continue
+            self._trails.append((now, now - read.started))
+            missed += read.answered
+            kept.append(read)
+        self._reads = kept
+        if missed:
+            self.late += missed
+            metrics.LATE_EVENTS.labels(self.kube.name).inc(missed)
+            log.info(
+                "%s %s: an event came %.0f ms after %d consistent read(s) that had to see it",
+                self.kube.name,
+                self.path,
+                self._trails[-1][1] * 1000,
+                missed,
+            )
 
     async def caught_up(self, version: int, settle: float, timeout: float) -> bool:
         """Wait until the cache has taken `version` or later. The hub moves its version for
         every write to any resource, so one of ours may have nothing after our last event:
-        a watch that stays quiet `settle` seconds has nothing more to bring. False when
-        `timeout` passes first, or while no watch is open (the cache may be behind)."""
-        deadline = time.monotonic() + timeout
-        while self.version < version:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            moved = self._moved
-            try:
-                async with asyncio.timeout(min(settle, left)):
-                    await moved.wait()
-            except TimeoutError:
-                if self.watching and time.monotonic() < deadline:
-                    return True
-        return True
+        a watch that stays quiet long enough has nothing more to bring. False when `timeout`
+        passes first, or while no watch is open (the cache may be behind).
+
+        Long enough is `settle`, or more once events have been seen trailing: an event at or
+        below `version` that comes after this call began was written before the caller learnt
+        `version`, and how late it came is the margin this watch needs (`TRAIL_FACTOR` times
+        the latest of the last `TRAIL_WINDOW` seconds, at most `SETTLE_CAP`). One that comes
+        after we answered is counted in `late` and widens the margin for the reads after."""
+        read = _Read(version, time.monotonic())
+        deadline = read.started + timeout
+        quiet = self._quiet(settle, read.started)
+        self._reads = [r for r in self._reads if read.started - r.started <= READ_MEMORY]
+        self._reads.append(read)
+        try:
+            while self.version < version:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                moved = self._moved
+                try:
+                    async with asyncio.timeout(min(quiet, left)):
+                        await moved.wait()
+                except TimeoutError:
+                    if self.watching and time.monotonic() < deadline:
+                        return True
+            return True
+        finally:
+            read.answered = True
+
+    def _quiet(self, settle: float, now: float) -> float:
+        while self._trails and now - self._trails[0][0] > TRAIL_WINDOW:
+            self._trails.popleft()
+        latest = max((trail for _, trail in self._trails), default=0.0)
+        return min(SETTLE_CAP, max(settle, TRAIL_FACTOR * latest))
 
     def get(self, key: str) -> Obj | None:
         """The cached object itself: read-only."""

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from apiserver.hubcache import CRDS, HubCache
 from apiserver.kinds import Key
 from apiserver.kube.client import Kube, Obj
+from apiserver.kube.informer import SETTLE_CAP, TRAIL_FACTOR, TRAIL_WINDOW
 from apiserver.placement.loop import only_status_changed
 
 
@@ -167,6 +169,39 @@ async def test_a_consistent_read_waits_for_the_write_it_must_see() -> None:
 async def test_a_quiet_watch_is_caught_up_though_the_hub_moved_on_elsewhere() -> None:
     async with watching(ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)) as cache:
         assert await cache.fresh("Deployment", settle=0.05, timeout=10.0)
+
+
+async def test_an_event_that_trails_the_probe_widens_the_quiet_that_counts_as_caught_up() -> None:
+    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)
+    async with watching(hub) as cache:
+        informer = cache.objects["Deployment"]
+        assert informer._quiet(0.02, time.monotonic()) == 0.02
+        reading = asyncio.create_task(cache.fresh("Deployment", settle=5.0, timeout=10.0))
+        await asyncio.sleep(0.05)
+        # Written before the hub said 9, seen only now: late.
+        hub.events_of(DEPLOYMENTS).put_nowait({"type": "ADDED", "object": obj("late", 3)})
+        await settle(lambda: len(informer._trails) == 1)
+        trail = informer._trails[0][1]
+        assert trail >= 0.03  # the probe took 0.01 of the 0.05
+        assert informer._quiet(0.02, time.monotonic()) == min(SETTLE_CAP, TRAIL_FACTOR * trail)
+        # An event past the version ends the wait and is no trail.
+        hub.events_of(DEPLOYMENTS).put_nowait({"type": "ADDED", "object": obj("later", 10)})
+        assert await reading
+        assert len(informer._trails) == 1
+        # Trails are forgotten after the window.
+        assert informer._quiet(0.02, time.monotonic() + TRAIL_WINDOW + 1) == 0.02
+
+
+async def test_an_event_after_the_read_answered_is_counted_and_widens_the_quiet() -> None:
+    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)
+    async with watching(hub) as cache:
+        informer = cache.objects["Deployment"]
+        assert await cache.fresh("Deployment", settle=0.02, timeout=10.0)  # quiet: answered
+        assert informer.late == 0
+        await asyncio.sleep(0.1)
+        hub.events_of(DEPLOYMENTS).put_nowait({"type": "ADDED", "object": obj("late", 4)})
+        await settle(lambda: informer.late == 1)
+        assert informer._quiet(0.02, time.monotonic()) == SETTLE_CAP  # 4 x 0.1 s, capped
 
 
 async def test_a_cache_without_a_watch_is_not_fresh() -> None:
