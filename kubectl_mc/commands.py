@@ -149,19 +149,40 @@ def join(
 @click.argument("name")
 @click.option("--force", is_flag=True, help="Do not drain: forget it now, what runs there stays.")
 @click.option("--timeout", default="5m", help="How long to wait for the drain, e.g. 90s, 10m.")
+@click.option(
+    "--cluster-kubeconfig",
+    help="kubeconfig of the cluster: also remove the ServiceAccount join made there.",
+)
+@click.option("--cluster-context", help="context in --cluster-kubeconfig (default: current).")
 @hub_options
-def unjoin(name: str, force: bool, timeout: str, **hub: Any) -> None:
+def unjoin(
+    name: str,
+    force: bool,
+    timeout: str,
+    cluster_kubeconfig: str | None,
+    cluster_context: str | None,
+    **hub: Any,
+) -> None:
     """Stop using a cluster as a location.
 
     It is drained first (cordoned; everything moves elsewhere, make before break), then its
-    Location and credentials are deleted.
+    Location and credentials are deleted. A ServiceAccount that join made in the cluster is
+    removed with --cluster-kubeconfig; without it, unjoin says what is left there.
     """
     from kubectl_mc import join as joining
     from kubectl_mc.kube import KubeError
 
     client = hub_client(**_hub_args(hub))
     try:
-        joining.unjoin(client, name, force=force, timeout=seconds(timeout), progress=click.echo)
+        joining.unjoin(
+            client,
+            name,
+            force=force,
+            timeout=seconds(timeout),
+            progress=click.echo,
+            kubeconfig=cluster_kubeconfig,
+            context=cluster_context,
+        )
     except joining.JoinError as err:
         fail(f"error: {err}")
     except KubeError as err:

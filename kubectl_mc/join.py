@@ -154,20 +154,74 @@ def unjoin(
     force: bool = False,
     timeout: float = 300.0,
     progress: Callable[[str], None] = print,
+    kubeconfig: str | None = None,
+    context: str | None = None,
 ) -> None:
     """Drain (cordon, wait until nothing of ours is left there), then forget the location.
 
-    With `force` it is forgotten at once: what runs there stays, unmanaged.
-    """
+    With `force` it is forgotten at once: what runs there stays, unmanaged. When join made a
+    ServiceAccount in the cluster, `kubeconfig` (the cluster's, as given to join) removes it
+    and its RBAC there; without it, what is left and how to remove it is said."""
     location = hub.get(f"{LOCATIONS}/{name}")
+    secret_path = f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/{secret_name(name)}"
+    try:
+        secret = hub.get(secret_path)
+    except KubeError as err:
+        if err.code != 404:
+            raise
+        secret = {}
+    made = ((secret.get("metadata") or {}).get("annotations") or {}).get(
+        location_account.SERVICE_ACCOUNT_ANNOTATION
+    )
+    child = _child(name, kubeconfig, context) if kubeconfig and made else None
     if not force:
         _drain(hub, name, location, timeout, progress)
     hub.delete(f"{LOCATIONS}/{name}")
     try:
-        hub.delete(f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/{secret_name(name)}")
+        hub.delete(secret_path)
     except KubeError as err:
         if err.code != 404:
             raise
+    if not made:
+        return
+    left = location_account.removal()
+    if child is None:
+        names = ", ".join(f"{o['kind'].lower()}/{o['metadata']['name']}" for o in left)
+        progress(
+            f"{name} still has what join made for kmc-apiserver there ({names}, in "
+            f"{location_account.NAMESPACE} where namespaced): pass --cluster-kubeconfig to "
+            "remove it, or delete it in that cluster"
+        )
+        return
+    for obj in left:
+        try:
+            child.delete(location_account.path(obj))
+        except KubeError as err:
+            if err.code != 404:
+                raise JoinError(
+                    f"{name} is unjoined, but removing {obj['kind']} {obj['metadata']['name']} "
+                    f"there failed: {err}"
+                ) from err
+    progress(
+        f"removed ServiceAccount {made} and its RBAC from {name} "
+        f"(namespace {location_account.NAMESPACE} is left: it may hold other things)"
+    )
+
+
+def _child(name: str, kubeconfig: str, context: str | None) -> Client:
+    """A client for the cluster, checked before unjoin changes anything."""
+    try:
+        config, base = load(kubeconfig)
+        child = kube.connect(select(flatten(select(config, context, base=base))), timeout=10)
+        child.get("/version")
+    except KubeconfigError as err:
+        raise JoinError(f"--cluster-kubeconfig {kubeconfig}: {err}") from err
+    except KubeError as err:
+        raise JoinError(
+            f"cannot remove what join made in {name}: the cluster did not answer: {err}; "
+            "nothing was changed"
+        ) from err
+    return child
 
 
 def _drain(

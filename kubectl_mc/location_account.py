@@ -71,6 +71,14 @@ RULES: list[tuple[str, dict[str, Any]]] = [
         {"apiGroups": [""], "resources": ["nodes", "pods", "services", "events"], "verbs": _READ},
     ),
     (
+        "API import: the CRDs served here, read to negotiate the hub's schema of each kind",
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": _READ,
+        },
+    ),
+    (
         "punch-through: endpointslices read from the child",
         {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": _READ},
     ),
@@ -179,6 +187,17 @@ def objects() -> list[dict[str, Any]]:
             "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}],
         },
     ]
+
+
+def removal() -> list[dict[str, Any]]:
+    """What `unjoin` deletes in the child, in order: all but the Namespace (it may hold other
+    things), bindings first, and the aggregating ClusterRole before the one it aggregates —
+    deleted the other way round, kube-controller-manager's aggregation, woken by the first,
+    applies the aggregating role's rules again and so makes it anew."""
+    made = objects()
+    order = ["RoleBinding", "Role", "ClusterRoleBinding", "ClusterRole", "ServiceAccount"]
+    kept = [obj for obj in made if obj["kind"] in order]
+    return sorted(kept, key=lambda obj: (order.index(obj["kind"]), "aggregationRule" not in obj))
 
 
 def path(obj: dict[str, Any]) -> str:

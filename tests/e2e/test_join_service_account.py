@@ -21,7 +21,8 @@ from .test_locations import ready, wait_until
 
 PLUGIN = Path(__file__).with_name("sa_token_plugin.py")
 CHILD = "ap-north"
-ACCOUNT = "system:serviceaccount:kmc-system:kmc-location"
+ACCOUNT_NAME = "kmc-location"
+ACCOUNT = f"system:serviceaccount:kmc-system:{ACCOUNT_NAME}"
 
 # What kmc-apiserver needs in a child, and some of what it must not have.
 CAN_I = [
@@ -64,6 +65,7 @@ CAN_I = [
     ("no", "create", "clusterrolebindings.rbac.authorization.k8s.io"),
     ("no", "create", "certificatesigningrequests.certificates.k8s.io"),
     ("no", "update", "leases.coordination.k8s.io", "-n", "kube-system"),
+    ("yes", "watch", "customresourcedefinitions.apiextensions.k8s.io"),
     ("no", "delete", "customresourcedefinitions.apiextensions.k8s.io"),
     ("no", "create", "persistentvolumes"),
     ("no", "*", "*"),
@@ -185,6 +187,26 @@ def test_join_from_an_exec_kubeconfig_stores_a_service_account_that_is_renewed(
             lambda: ready(hub.json("get", "location", CHILD)).get("status") == "True",
             timeout=120,
         )
+
+        # Unjoin with the cluster's kubeconfig takes away what join made there.
+        made: list[tuple[str, ...]] = [
+            ("serviceaccount", ACCOUNT_NAME, "-n", "kmc-system"),
+            ("role", "kmc:location-token", "-n", "kmc-system"),
+            ("rolebinding", "kmc:location-token", "-n", "kmc-system"),
+            ("clusterrolebinding", "kmc:location"),
+            ("clusterrole", "kmc:location"),
+            ("clusterrole", "kmc:location-builtin"),
+        ]
+        for made_one in made:
+            child.run("get", *made_one)  # there before
+        out = hub.mc(
+            "unjoin", CHILD, "--force", "--cluster-kubeconfig", str(exec_kubeconfig(tmp_path))
+        )
+        assert f"removed ServiceAccount kmc-system/{ACCOUNT_NAME}" in out.stdout, out.stdout
+        for made_one in made:
+            gone = child.run("get", *made_one, check=False)
+            assert gone.returncode != 0 and "NotFound" in gone.stderr, (made_one, gone.stderr)
+        assert hub.run("get", "location", CHILD, check=False).returncode != 0
     finally:
         hub.mc("unjoin", CHILD, "--force", check=False)
         run_testbed("remove", CHILD)

@@ -57,3 +57,15 @@ def test_the_secret_keeps_everything_but_the_token() -> None:
     assert renew.account(secret) == ("kmc-system", "kmc-location")
     assert renew.account({"metadata": {}}) is None
     assert renew.ANNOTATION == location_account.SERVICE_ACCOUNT_ANNOTATION
+
+
+def test_unjoin_removes_all_but_the_namespace_the_aggregating_role_before_its_parts() -> None:
+    names = [(o["kind"], o["metadata"]["name"]) for o in location_account.removal()]
+    assert names == [
+        ("RoleBinding", "kmc:location-token"),
+        ("Role", "kmc:location-token"),
+        ("ClusterRoleBinding", "kmc:location"),
+        ("ClusterRole", "kmc:location"),
+        ("ClusterRole", "kmc:location-builtin"),
+        ("ServiceAccount", "kmc-location"),
+    ]
