@@ -85,6 +85,11 @@ class HubCache:
                 if namespace is None or ns == namespace:
                     yield Key(kind_key, ns, name)
 
+    def listed(self, kind: str) -> bool:
+        """Whether the cache holds every object of the kind (its informer has listed)."""
+        informer = self.objects.get(kind)
+        return informer is not None and informer.synced.is_set()
+
     def items(self, kind: str) -> list[Obj]:
         informer = self.objects.get(kind)
         return informer.items() if informer else []

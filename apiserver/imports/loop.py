@@ -7,6 +7,11 @@ reads only caches and writes only what differs. The hub CRD is written only when
 it (label `kmc.dev/imported`); a user's CRD is only judged against. A location's CRDs are the
 last ones its probe's watch saw, so an unreachable location neither widens nor narrows a kind.
 Locations found Incompatible are handed to the placement loop as not serving the kind.
+
+Policy `Narrow` shrinks the hub schema to the common subset of every location, but only once no
+hub object uses what it would drop; until then the record's message lists those objects, and
+any change to an object of the kind wakes the loop. A hub CRD we created that no selected
+location serves any more is kept while the hub holds objects of it, and deleted after.
 """
 
 from __future__ import annotations
@@ -15,11 +20,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from apiserver.hubcache import CRDS, HubCache
 from apiserver.imports.model import GROUP_PATH, IMPORTED, APIImport, LocationVerdict
-from apiserver.imports.negotiate import Decision, State, negotiate
+from apiserver.imports.negotiate import Decision, State, misfits, negotiate
 from apiserver.imports.schema import canonical
 from apiserver.kinds import Kind
 from apiserver.kube import events
@@ -32,6 +37,17 @@ log = logging.getLogger(__name__)
 
 COMPONENT = "kmc-import"
 OUR_GROUPS = ("kmc.dev",)
+SHOWN = 5  # objects named in a refusal; the rest are counted
+
+
+class Note(NamedTuple):
+    """What the record's message says beyond the verdicts, and the Event reason for it."""
+
+    reason: str
+    message: str
+
+
+NO_NOTE = Note("", "")
 
 
 def importable(crd: Obj) -> bool:
@@ -62,8 +78,14 @@ class ImportLoop:
         self.events = events.Recorder(hub, COMPONENT)
         self._woken = asyncio.Event()
         self._seen: dict[str, list[Obj]] = {}  # location -> its CRDs as last seen
+        self._waiting: set[str] = set()  # kinds whose narrowing waits for their objects
         cache.locations.subscribe(self._wake)
         cache.crds.subscribe(self._wake)
+        cache.subscribe(self._object_changed)
+
+    async def _object_changed(self, kind: str, *_: Any) -> None:
+        if kind in self._waiting:
+            self._woken.set()
 
     async def _wake(self, *_: Any) -> None:
         self._woken.set()
@@ -88,6 +110,8 @@ class ImportLoop:
     async def reconcile(self) -> None:
         """One pass over every group/resource any location serves or an APIImport names."""
         locations = [Location.model_validate(o) for o in self.cache.locations.items()]
+        present = {location.name for location in locations}
+        self._seen = {n: crds for n, crds in self._seen.items() if n in present}
         for location in locations:
             crds = self.location_crds(location.name)
             if crds is not None:
@@ -120,20 +144,82 @@ class ImportLoop:
         record = APIImport.model_validate(raw)
         selector = record.spec.location_selector
         crds: dict[str, Obj | None] = {}
+        unseen = False  # a selected location whose CRDs the probe has not reported yet
         for location in locations:
-            if location.name not in self._seen or not matches(selector, location.labels):
+            if not matches(selector, location.labels):
+                continue
+            if location.name not in self._seen:
+                unseen = True
                 continue
             found = [c for c in self._seen[location.name] if c["metadata"]["name"] == name]
             crds[location.name] = found[0] if found else None
         owned = hub is not None and (hub["metadata"].get("labels") or {}).get(IMPORTED) == "true"
         kind = Kind.of_crd(hub) if hub is not None else None
-        locked = kind is not None and next(iter(self.cache.list_keys(kind.key)), None) is not None
+        # Objects may exist until the cache has listed the kind: never shrink before that.
+        locked = kind is not None and (
+            not self.cache.listed(kind.key)
+            or next(iter(self.cache.list_keys(kind.key)), None) is not None
+        )
         if kind is not None:
             kinds.add(kind.key)
         decision = negotiate(crds, hub, owned, locked)
+        note = NO_NOTE
+        unserved = not unseen and all(v.state == State.MISSING for v in decision.verdicts.values())
+        if hub is not None and kind is not None and owned and not locked and unserved:
+            await self._retire(name, hub, kind)
+            return {}
+        if hub is not None and kind is not None and owned and locked:
+            if record.spec.policy == "Narrow":
+                decision, note = self._narrow(crds, hub, kind, decision)
+            if unserved:
+                count = sum(1 for _ in self.cache.list_keys(kind.key))
+                note = Note(
+                    "Unserved",
+                    f"no selected location serves {kind.kind} any more; the hub CRD is kept "
+                    f"while the hub holds objects of it ({count} now) and deleted after",
+                )
         written = await self._keep_crd(name, hub, owned, decision)
-        await self._status(record, raw, hub, owned, decision, written)
+        await self._status(record, raw, hub, owned, decision, written, note)
         return _excluded(hub, decision)
+
+    def _narrow(
+        self, crds: dict[str, Obj | None], hub: Obj, kind: Kind, decision: Decision
+    ) -> tuple[Decision, Note]:
+        """Policy Narrow with objects on the hub: the common subset of every location, taken
+        only when no hub object uses what it drops; else the Exclude decision and why."""
+        self._waiting.discard(kind.key)
+        if not any(v.state == State.INCOMPATIBLE for v in decision.verdicts.values()):
+            return decision, NO_NOTE
+        candidate = negotiate(crds, hub, owned=True, locked=False)
+        if candidate.spec is None:
+            return decision, Note("NarrowRefused", "the locations share no schema to narrow to")
+        found = misfits(self.cache.items(kind.key), hub["spec"], candidate.spec)
+        if not found:
+            return candidate, NO_NOTE
+        self._waiting.add(kind.key)
+        shown = "; ".join(found[:SHOWN])
+        if len(found) > SHOWN:
+            shown += f"; and {len(found) - SHOWN} more"
+        return decision, Note(
+            "NarrowRefused",
+            f"Narrow refused: {len(found)} hub object(s) use what the narrower schema drops: "
+            f"{shown}. Change or delete them and the schema narrows by itself.",
+        )
+
+    async def _retire(self, name: str, hub: Obj, kind: Kind) -> None:
+        """Delete the hub CRD we created for a kind no location serves, once the hub holds
+        no objects of it: asked of the hub itself, and only that version of the CRD."""
+        try:
+            left = await self.hub.get(kind.collection, limit="1")
+            if left.get("items"):
+                return
+            meta = hub["metadata"]
+            conditions = {"uid": meta["uid"], "resourceVersion": meta["resourceVersion"]}
+            options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": conditions}
+            await self.hub.request("DELETE", f"{CRDS}/{name}", body=options)
+            log.info("api import %s: no location serves it; hub CRD deleted", name)
+        except ApiError as err:
+            log.warning("api import %s: hub CRD not deleted: %s", name, err)
 
     async def _keep_crd(self, name: str, hub: Obj | None, owned: bool, decision: Decision) -> str:
         """Create or update the hub CRD we own; '' or the error that stopped it."""
@@ -168,23 +254,28 @@ class ImportLoop:
         owned: bool,
         decision: Decision,
         error: str,
+        note: Note,
     ) -> None:
         rows = [
             LocationVerdict(name=n, verdict=v.state.value, digest=v.digest, paths=list(v.paths))
             for n, v in sorted(decision.verdicts.items())
         ]
-        status = record.status_for(rows, hub, owned, decision, error)
-        if canonical(status) == canonical(raw.get("status") or {}):
+        status = record.status_for(rows, hub, owned, decision, error, note.message)
+        before = raw.get("status") or {}
+        if canonical(status) == canonical(before):
             return
+        if note.message and note.message != before.get("message"):
+            self.events.post(raw, "Warning", note.reason, note.message)
         for row in rows:
-            before = record.status.row(row.name)
-            if before is None or before.verdict != row.verdict or before.paths != row.paths:
+            was = record.status.row(row.name)
+            if was is None or was.verdict != row.verdict or was.paths != row.paths:
                 kind = "Warning" if row.verdict == State.INCOMPATIBLE.value else "Normal"
                 where = f": {'; '.join(row.paths)}" if row.paths else ""
                 self.events.post(raw, kind, row.verdict, f"location {row.name}{where}")
         with contextlib.suppress(ApiError):
             path = f"{GROUP_PATH}/{record.metadata['name']}/status"
-            written = await self.hub.merge_patch(path, {"status": status})
+            cleared = dict.fromkeys(set(before) - set(status))  # null removes in a merge patch
+            written = await self.hub.merge_patch(path, {"status": cleared | status})
             await self.imports.observe(written)
 
 

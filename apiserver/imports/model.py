@@ -22,8 +22,9 @@ class _Model(BaseModel):
 
 
 class APIImportSpec(_Model):
-    # Only Exclude for now: an incompatible location takes no part. (Narrow is not built.)
-    policy: Literal["Exclude"] = "Exclude"
+    # Exclude: an incompatible location takes no part. Narrow: the hub schema shrinks to let it
+    # in, once no hub object uses what it would drop.
+    policy: Literal["Exclude", "Narrow"] = "Exclude"
     location_selector: LabelSelector | None = Field(default=None, alias="locationSelector")
 
 
@@ -62,6 +63,7 @@ class APIImport(_Model):
         owned: bool,
         decision: Decision,
         error: str,
+        message: str,
     ) -> dict[str, Any]:
         """The status to write: rows plus the one-line fields the printer columns show."""
 
@@ -87,4 +89,6 @@ class APIImport(_Model):
         }
         if error:
             status["error"] = error
+        if message:
+            status["message"] = message
         return status

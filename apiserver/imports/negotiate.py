@@ -10,6 +10,9 @@ serves, the schema of each, and a verdict per location. Pure: CRDs in, a Decisio
   does (`locked`), the schema never shrinks (policy `Exclude`): each location is judged against
   the hub's CRD, one that would narrow it is `Incompatible` and takes no part; the schema may
   still grow when every compatible participant gains a field.
+- Policy `Narrow` asks for the common subset of every location even when objects exist; the
+  loop takes it only when `misfits` finds no hub object that the narrower schema would refuse
+  or prune.
 - A hub CRD the user installed (no `kmc.dev/imported` label) is never written: the locations
   are only judged against it.
 """
@@ -24,6 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from apiserver.imports.schema import Schema, canonical, common, narrowed
+from apiserver.imports.validate import errors
 
 Obj = dict[str, Any]
 
@@ -128,6 +132,27 @@ def negotiate(
     if spec is None:
         return Decision(None, verdicts)
     return _decision(spec, verdicts)
+
+
+def misfits(objects: list[Obj], current: Obj, candidate: Obj) -> list[str]:
+    """Hub objects (`namespace/name (version: path: reason)`) that the hub CRD spec `current`
+    accepts and `candidate` would refuse or prune, judged in every version both serve."""
+    now, after = served({"spec": current}), served({"spec": candidate})
+    found: list[str] = []
+    for obj in sorted(objects, key=_where):
+        reasons: list[str] = []
+        for version in sorted(set(now) & set(after), key=version_order):
+            accepted = set(errors(now[version], obj))
+            refused = [e for e in errors(after[version], obj) if e not in accepted]
+            reasons.extend(f"{version}: {e}" for e in refused)
+        if reasons:
+            found.append(f"{_where(obj)} ({'; '.join(reasons)})")
+    return found
+
+
+def _where(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _decision(spec: Obj, verdicts: dict[str, Verdict]) -> Decision:

@@ -170,9 +170,171 @@ def test_a_crd_in_every_child_is_imported_with_the_common_schema(
             return all(r["verdict"] == "Missing" for r in rows)
 
         wait_until("every child to stop serving the kind", all_missing, timeout=120)
-        hub.run("delete", "crd", name, "--ignore-not-found")
+        # Served nowhere and no objects left: kmc deletes the hub CRD it made, then the record.
+        gone(hub, "crd", name)
+        gone(hub, "apiimport", name)
+
+
+def gone(hub: Kubectl, *what: str) -> None:
+    wait_until(
+        " ".join(what) + " to go",
+        lambda: hub.run("get", *what, check=False).returncode != 0,
+        timeout=180,
+    )
+
+
+def record_of(hub: Kubectl, name: str) -> dict[str, Any]:
+    got = hub.run("get", "apiimport", name, "-o", "json", check=False)
+    return json.loads(got.stdout) if got.returncode == 0 else {}
+
+
+def test_an_upgrade_that_narrows_excludes_the_child_until_narrow_finds_no_object_in_the_way(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    group = f"{namespace}.example.org"
+    name = f"widgets.{group}"
+    resource = f"widgets.{group}"
+    glossy = widget_crd(group)
+    spec_fields(glossy)["gloss"] = {"type": "boolean"}
+    everywhere = dict.fromkeys(CHILDREN)
+    try:
+        for child in CHILDREN:
+            kubectl[child].apply(glossy)
+
+        def schema_has(field: str, present: bool) -> bool:
+            got = hub.run("get", "crd", name, "-o", "json", check=False)
+            return got.returncode == 0 and (field in spec_fields(json.loads(got.stdout))) == present
+
+        wait_until("the hub CRD with gloss", lambda: schema_has("gloss", True), timeout=180)
         wait_until(
-            "the APIImport to go",
-            lambda: hub.run("get", "apiimport", name, check=False).returncode != 0,
+            "3/3 compatible",
+            lambda: record_of(hub, name).get("status", {}).get("compatible") == "3/3",
             timeout=120,
         )
+        shiny: dict[str, Any] = {
+            "apiVersion": f"{group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "shiny"},
+            "spec": {"size": 2, "color": "red", "gloss": True},
+        }
+        hub.apply(with_strategy(shiny, {"type": "Replicate"}), namespace)
+        expect_placement(hub, resource, "shiny", namespace, everywhere)
+
+        # us-west upgrades to a CRD without gloss: the hub keeps its schema for `shiny`, and
+        # us-west is Incompatible, so the widget leaves it.
+        kubectl["us-west"].apply(widget_crd(group))
+
+        def excluded() -> dict[str, Any] | None:
+            record = record_of(hub, name)
+            rows = {r["name"]: r for r in record.get("status", {}).get("locations", [])}
+            west = rows.get("us-west", {})
+            return record if west.get("verdict") == "Incompatible" else None
+
+        record = wait_until("us-west Incompatible", excluded, timeout=120)
+        west = next(r for r in record["status"]["locations"] if r["name"] == "us-west")
+        assert any("gloss" in p for p in west["paths"]), west
+        expect_placement(hub, resource, "shiny", namespace, {"us-east": None, "eu-west": None})
+        assert schema_has("gloss", True), "objects use gloss: Exclude never narrows the hub"
+
+        # Narrow: refused while `shiny` uses gloss, and the message says which object.
+        hub.run("patch", "apiimport", name, "--type=merge", "-p", '{"spec":{"policy":"Narrow"}}')
+
+        def refused() -> str | None:
+            message = record_of(hub, name).get("status", {}).get("message", "")
+            return message if message.startswith("Narrow refused") else None
+
+        message = wait_until("the Narrow refusal", refused, timeout=120)
+        assert f"{namespace}/shiny" in message and "spec.gloss" in message, message
+        wide = hub.run("get", "apiimport", name, "-o", "wide").stdout
+        assert "Narrow" in wide and "Narrow refused" in wide, wide
+        assert schema_has("gloss", True)
+        events = hub.run(
+            "get", "events", "-A", "--field-selector", "reason=NarrowRefused", "-o", "json"
+        )
+        assert any(
+            e["involvedObject"].get("name") == name for e in json.loads(events.stdout)["items"]
+        ), "a Warning Event says why Narrow waits"
+
+        # The object stops using gloss: the schema narrows by itself and us-west is back.
+        hub.run(
+            "patch",
+            resource,
+            "shiny",
+            "-n",
+            namespace,
+            "--type=json",
+            "-p",
+            '[{"op":"remove","path":"/spec/gloss"}]',
+        )
+        wait_until("the narrowed hub CRD", lambda: schema_has("gloss", False), timeout=180)
+
+        def narrowed() -> dict[str, Any] | None:
+            status = record_of(hub, name).get("status", {})
+            return (
+                status if status.get("compatible") == "3/3" and not status.get("message") else None
+            )
+
+        wait_until("3/3 compatible after Narrow", narrowed, timeout=120)
+        expect_placement(hub, resource, "shiny", namespace, everywhere)
+
+        # Every child stops serving the kind: the hub CRD stays while `shiny` is on the hub.
+        for child in CHILDREN:
+            kubectl[child].run("delete", "crd", name)
+
+        def kept() -> str | None:
+            message = record_of(hub, name).get("status", {}).get("message", "")
+            return message if "kept" in message else None
+
+        message = wait_until("the hub CRD kept for its objects", kept, timeout=180)
+        assert "(1 now)" in message, message
+        assert hub.run("get", "crd", name, check=False).returncode == 0
+        hub.run("delete", resource, "shiny", "-n", namespace, "--wait=false")
+        gone(hub, resource, "shiny", "-n", namespace)
+        gone(hub, "crd", name)
+        gone(hub, "apiimport", name)
+    finally:
+        if hub.run("get", "crd", name, check=False).returncode == 0:
+            hub.run("delete", resource, "--all", "-n", namespace, "--wait=false", check=False)
+        for child in CHILDREN:
+            kubectl[child].run("delete", "crd", name, "--ignore-not-found")
+        gone(hub, "crd", name)
+
+
+def test_a_users_hub_crd_is_only_judged_against(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    group = f"{namespace}.example.org"
+    name = f"widgets.{group}"
+    mine = widget_crd(group)
+    spec_fields(mine)["gloss"] = {"type": "boolean"}
+    narrower = widget_crd(group)
+    try:
+        hub.apply(mine)
+        before = hub.json("get", "crd", name)
+        for child in CHILDREN:
+            kubectl[child].apply(narrower)
+
+        def judged() -> dict[str, Any] | None:
+            status = record_of(hub, name).get("status", {})
+            return status if len(status.get("locations", [])) == 3 else None
+
+        status = wait_until("every child judged", judged, timeout=180)
+        assert status["hubCRD"] == "User"
+        assert {r["verdict"] for r in status["locations"]} == {"Incompatible"}
+        hub.run("patch", "apiimport", name, "--type=merge", "-p", '{"spec":{"policy":"Narrow"}}')
+        wait_until(
+            "the Narrow policy seen",
+            lambda: record_of(hub, name).get("status", {}).get("observedGeneration", 0) >= 2,
+            timeout=120,
+        )
+        after = hub.json("get", "crd", name)
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+        assert "kmc.dev/imported" not in (after["metadata"].get("labels") or {})
+    finally:
+        for child in CHILDREN:
+            kubectl[child].run("delete", "crd", name, "--ignore-not-found")
+        hub.run("delete", "crd", name, "--ignore-not-found")
+        gone(hub, "apiimport", name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from apiserver.imports.negotiate import State, digest, negotiate, version_order
+from apiserver.imports.negotiate import State, digest, misfits, negotiate, version_order
 
 Obj = dict[str, Any]
 
@@ -106,3 +106,27 @@ def test_version_order_is_kubernetes_priority() -> None:
         "v1alpha1",
         "foo",
     ]
+
+
+def test_narrow_names_the_objects_that_use_what_the_narrower_schema_drops() -> None:
+    wide = crd("v1", fields={"size": {"type": "integer"}, "gloss": {"type": "boolean"}})
+    narrow = crd("v1")
+    locked = negotiate({"a": wide, "b": narrow}, hub=wide, owned=True, locked=True)
+    assert locked.verdicts["b"].state == State.INCOMPATIBLE
+    assert locked.spec is not None and "gloss" in str(locked.spec)
+    candidate = negotiate({"a": wide, "b": narrow}, hub=wide, owned=True, locked=False)
+    assert candidate.spec is not None and "gloss" not in str(candidate.spec)
+    assert {v.state for v in candidate.verdicts.values()} == {State.COMPATIBLE}
+
+    def widget(name: str, **spec: Any) -> Obj:
+        meta = {"name": name, "namespace": "ns", "annotations": {"kmc.dev/placement": "{}"}}
+        return {"apiVersion": "example.org/v1", "kind": "Widget", "metadata": meta, "spec": spec}
+
+    objects = [widget("plain", size=2), widget("shiny", size=1, gloss=True)]
+    assert misfits(objects, wide["spec"], candidate.spec) == [
+        "ns/shiny (v1: spec.gloss: unknown field)"
+    ]
+    assert misfits(objects[:1], wide["spec"], candidate.spec) == []
+    # Something the current schema already refuses is not the narrowing's doing.
+    odd = widget("odd", size="big")
+    assert misfits([odd], wide["spec"], candidate.spec) == []
