@@ -237,6 +237,14 @@ def test_an_upgrade_that_narrows_excludes_the_child_until_narrow_finds_no_object
         assert any("gloss" in p for p in west["paths"]), west
         expect_placement(hub, resource, "shiny", namespace, {"us-east": None, "eu-west": None})
         assert schema_has("gloss", True), "objects use gloss: Exclude never narrows the hub"
+        west_copy = ("get", resource, "shiny", "-n", namespace)
+        wait_until(
+            "the widget to leave us-west",
+            lambda: kubectl["us-west"].run(*west_copy, check=False).returncode != 0,
+            timeout=120,
+        )
+        for child in ("us-east", "eu-west"):
+            assert kubectl[child].run("get", resource, "shiny", "-n", namespace).returncode == 0
 
         # Narrow: refused while `shiny` uses gloss, and the message says which object.
         hub.run("patch", "apiimport", name, "--type=merge", "-p", '{"spec":{"policy":"Narrow"}}')
@@ -278,6 +286,11 @@ def test_an_upgrade_that_narrows_excludes_the_child_until_narrow_finds_no_object
 
         wait_until("3/3 compatible after Narrow", narrowed, timeout=120)
         expect_placement(hub, resource, "shiny", namespace, everywhere)
+        wait_until(
+            "the widget back in us-west",
+            lambda: kubectl["us-west"].run(*west_copy, check=False).returncode == 0,
+            timeout=120,
+        )
 
         # Every child stops serving the kind: the hub CRD stays while `shiny` is on the hub.
         for child in CHILDREN:
