@@ -34,6 +34,7 @@ TRAIL_FACTOR = 4.0
 TRAIL_WINDOW = 300.0
 SETTLE_CAP = 0.25
 READ_MEMORY = 10.0  # how long a read waits for the events it must see, for trails' sake
+PENDING_TURNS = 4  # loop turns a quiet read gives data already received before it answers
 
 
 def key_of(obj: Obj) -> str:
@@ -60,11 +61,16 @@ class Backoff:
 
 @dataclasses.dataclass
 class _Read:
-    """A consistent read: the version it must see, and when it began to wait for it."""
+    """A consistent read: the version it must see, when it began to wait for it, and when
+    the last event it had to see came (the quiet it waits restarts there)."""
 
     version: int
     started: float
     answered: bool = False
+    last: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.last = self.last or self.started
 
 
 class Informer:
@@ -134,25 +140,29 @@ class Informer:
         self.cache[key] = obj
         await self._emit("ADDED" if old is None else "MODIFIED", obj, old)
 
-    def _advance(self, version: str) -> None:
+    def _advance(self, version: str, written: bool = True) -> None:
+        """The watch has brought `version`; `written` unless that is no write a read could
+        have missed (a BOOKMARK, or the event of a write `observe` already took)."""
         with contextlib.suppress(ValueError):
             taken = int(version)
             self.version = max(self.version, taken)
-            if self._reads:
+            if self._reads and written:
                 self._trailed(taken)
         moved, self._moved = self._moved, asyncio.Event()
         moved.set()
 
     def _trailed(self, taken: int) -> None:
         """An event at `taken` was written before every read that learnt a version at or
-        above it: how late it came is a trail (see `caught_up`); a read that had already
-        answered missed it. Events come in order, so reads below `taken` are done with."""
+        above it: how long it came after the read began, or after the read's last such event,
+        is a trail (the quiet restarts at each event, see `caught_up`); a read that had
+        already answered missed it. Events come in order, so reads below `taken` are done with."""
         now = time.monotonic()
         kept, missed = [], 0
         for read in self._reads:
             if taken > read.version or now - read.started > READ_MEMORY:
                 continue
-            self._trails.append((now, now - read.started))
+            self._trails.append((now, now - read.last))
+            read.last = now
             missed += read.answered
             kept.append(read)
         self._reads = kept
@@ -193,6 +203,12 @@ class Informer:
                     async with asyncio.timeout(min(quiet, left)):
                         await moved.wait()
                 except TimeoutError:
+                    # A loop busy elsewhere runs an expired timer before reading the socket
+                    # that may already hold the event: let pending reads in first.
+                    for _ in range(PENDING_TURNS):
+                        await asyncio.sleep(0)
+                    if moved.is_set():
+                        continue
                     if self.watching and time.monotonic() < deadline:
                         return True
             return True
@@ -303,7 +319,7 @@ class Informer:
             kind, obj = event["type"], event["object"]
             version = obj.get("metadata", {}).get("resourceVersion", version)
             if kind == "BOOKMARK":
-                self._advance(version)
+                self._advance(version, written=False)
                 continue
             obj = self._kept(obj)
             key = key_of(obj)
@@ -313,7 +329,7 @@ class Informer:
                 self._bury(key, _version(obj))
             else:
                 if old is not None and old["metadata"].get("resourceVersion") == version:
-                    self._advance(version)
+                    self._advance(version, written=False)
                     continue  # seen already, through `observe`
                 self.cache[key] = obj
             await self._emit(kind, obj, old)

@@ -204,6 +204,41 @@ async def test_an_event_after_the_read_answered_is_counted_and_widens_the_quiet(
         assert informer._quiet(0.02, time.monotonic()) == SETTLE_CAP  # 4 x 0.1 s, capped
 
 
+async def test_a_bookmark_below_the_read_is_no_trail_and_no_miss() -> None:
+    """kube-apiserver's bookmarks carry its watch cache's version, which may be below a
+    read's: no write came late, so the quiet stays as it was."""
+    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)
+    async with watching(hub) as cache:
+        informer = cache.objects["Deployment"]
+        assert await cache.fresh("Deployment", settle=0.02, timeout=10.0)
+        await asyncio.sleep(0.1)
+        bookmark = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "4"}}}
+        hub.events_of(DEPLOYMENTS).put_nowait(bookmark)
+        await settle(lambda: informer.version == 4)
+        assert informer.late == 0
+        assert informer._quiet(0.02, time.monotonic()) == 0.02
+
+
+async def test_trailing_events_one_after_another_count_the_gap_not_the_total() -> None:
+    hub = ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=99)
+    async with watching(hub) as cache:
+        informer = cache.objects["Deployment"]
+        reading = asyncio.create_task(cache.fresh("Deployment", settle=5.0, timeout=10.0))
+        await asyncio.sleep(0.02)
+        started = time.monotonic()
+        for version in range(2, 12):  # ten writes from before the probe, 20 ms apart
+            hub.events_of(DEPLOYMENTS).put_nowait(
+                {"type": "ADDED", "object": obj(f"w{version}", version)}
+            )
+            await asyncio.sleep(0.02)
+        await settle(lambda: len(informer._trails) == 10)
+        assert time.monotonic() - started >= 0.2
+        gaps = [trail for _, trail in informer._trails]
+        assert max(gaps[1:]) < 0.1  # each gap, not the time since the read began
+        hub.events_of(DEPLOYMENTS).put_nowait({"type": "ADDED", "object": obj("now", 100)})
+        assert await reading
+
+
 async def test_a_cache_without_a_watch_is_not_fresh() -> None:
     async with watching(ProbedHub({DEPLOYMENTS: [obj("web", 1)]}, current=9)) as cache:
         cache.objects["Deployment"].watching = False  # as between a watch's end and the next
