@@ -58,6 +58,16 @@ def filler(replicas: int) -> dict[str, Any]:
     }
 
 
+def nothing_terminating(kubectl: dict[str, Kubectl]) -> bool:
+    """No namespace on its way out on the hub or in any child: an earlier test's pods that
+    go during the window would free the room the test keeps full."""
+    for cluster in ("hub", *CHILDREN):
+        for ns in kubectl[cluster].json("get", "namespaces")["items"]:
+            if ns.get("status", {}).get("phase") == "Terminating":
+                return False
+    return True
+
+
 def top_up(child: Kubectl, fill: str, location: dict[str, Any]) -> bool:
     """Whether the child is full; if not, and the fill has settled, add the pods it is short.
 
@@ -102,6 +112,7 @@ def test_a_full_fleet_holds_the_placement_and_says_what_is_short(
     installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, fill: str
 ) -> None:
     hub = kubectl["hub"]
+    wait_until("earlier tests' namespaces gone", lambda: nothing_terminating(kubectl), 600)
     hub.apply(deployment("web", 3), namespace)
     wait_placement(hub, "deployment", "web", namespace, lambda p: p == dict.fromkeys(CHILDREN, 1))
     wait_until(
