@@ -162,6 +162,7 @@ class ImportLoop:
         )
         if kind is not None:
             kinds.add(kind.key)
+            self._waiting.discard(kind.key)  # until `_narrow` finds objects in the way again
         decision = negotiate(crds, hub, owned, locked)
         note = NO_NOTE
         unserved = not unseen and all(v.state == State.MISSING for v in decision.verdicts.values())
@@ -187,7 +188,6 @@ class ImportLoop:
     ) -> tuple[Decision, Note]:
         """Policy Narrow with objects on the hub: the common subset of every location, taken
         only when no hub object uses what it drops; else the Exclude decision and why."""
-        self._waiting.discard(kind.key)
         if not any(v.state == State.INCOMPATIBLE for v in decision.verdicts.values()):
             return decision, NO_NOTE
         candidate = negotiate(crds, hub, owned=True, locked=False)
