@@ -10,6 +10,7 @@ the hub as before. Watches follow the hub's own watch and add what the loops kno
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -60,6 +61,9 @@ _CACHED_FIELDS = {"metadata.name", "metadata.namespace"}
 # `bench/settle.py` measures how long an event trails the probe (about 1 ms at p99 on the
 # bed), so 20 ms is a wide margin; events seen trailing widen it (`Informer.caught_up`).
 _SETTLE = 0.02
+# A consistent read of a namespace with at most this many objects of the kind is answered
+# from one hub list of it (`_small_namespace`).
+_WHOLE = 100
 _MAX_WATCH = 1800
 _YIELD_EVERY = 200  # views built between two turns of the event loop
 
@@ -104,14 +108,70 @@ async def collection(request: web.Request) -> web.StreamResponse:
     labels = selectors.parse_labels(query.get("labelSelector"))
     fields = selectors.parse_fields(query.get("fieldSelector"))
     # Waiting for the cache to catch up is no work: it does not take a read's turn.
-    cached = set(selectors.field_paths(fields)) <= _CACHED_FIELDS and await _cache_serves(
-        request, kind, query
-    )
-    metrics.READS.labels(GROUP, "cache" if cached else "hub").inc()
+    cacheable = set(selectors.field_paths(fields)) <= _CACHED_FIELDS
+    listed: _Listed | None = None
+    if cacheable and namespace is not None and _consistent(query):
+        listed, cached = await _small_namespace(request, kind, namespace)
+    else:
+        cached = cacheable and await _cache_serves(request, kind, query)
+    metrics.READS.labels(GROUP, "cache" if cached and listed is None else "hub").inc()
     async with request.app[READS].turn(Priority.LIST):
         if not cached:
             return await _list_hub(request, kind, namespace, wanted)
-        return await _list(request, kind, namespace, wanted, labels, fields)
+        return await _list(request, kind, namespace, wanted, labels, fields, listed)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Listed:
+    """A namespace's objects as the hub listed them, and the list's resourceVersion."""
+
+    items: list[Obj]
+    version: str
+
+
+def _consistent(query: Mapping[str, str]) -> bool:
+    """A read that must see every write made before it (no resourceVersion, no page)."""
+    return not (query.get("resourceVersion") or query.get("continue"))
+
+
+async def _small_namespace(
+    request: web.Request, kind: Kind, namespace: str
+) -> tuple[_Listed | None, bool]:
+    """A consistent read of one namespace, and whether the cache may answer it. The hub's own
+    list is a consistent read by itself: where the namespace holds at most `_WHOLE` objects of
+    the kind, that one list is the answer, with no waiting for our watch to be quiet (which is
+    most of what a consistent read from the cache costs: see `_SETTLE`). A larger namespace's
+    list tells the hub's version the cache is then made to catch up with, as `HubCache.fresh`
+    does with a list of one item. Objects the cache holds as listed are served as cached (their
+    rows are kept), the others as the cache would keep them."""
+    cache: HubCache = request.app[HUB_CACHE]
+    informer = cache.objects.get(kind.key)
+    if informer is None:
+        return None, False
+    params = {k: v for k in ("labelSelector", "fieldSelector") if (v := request.query.get(k))}
+    hub: Kube = request.app[HUB]
+    listing = await hub.get(_collection_path(kind, namespace), limit=str(_WHOLE), **params)
+    meta = listing.get("metadata") or {}
+    version = str(meta.get("resourceVersion", ""))
+    if not meta.get("continue"):
+        items = []
+        for item in listing.get("items") or []:
+            kept = informer.get(f"{namespace}/{item['metadata']['name']}")
+            same = kept is not None and _version_of(kept) == _version_of(item)
+            items.append(kept if same and kept is not None else informer.kept(item))
+        return _Listed(items, version), True
+    if not informer.synced.is_set():
+        return None, False
+    try:
+        wanted = int(version)
+    except ValueError:
+        return None, False
+    timeout = request.app[OPTIONS].consistent_read_timeout
+    return None, await informer.caught_up(wanted, _SETTLE, timeout)
+
+
+def _version_of(obj: Obj) -> str:
+    return str(obj["metadata"].get("resourceVersion", ""))
 
 
 async def _list(
@@ -121,15 +181,20 @@ async def _list(
     wanted: table.Wanted,
     labels: selectors.LabelSelectorQuery,
     fields: selectors.FieldSelectorQuery,
+    listed: _Listed | None = None,
 ) -> web.StreamResponse:
+    """The cache's objects (or those the hub just `listed`) as views, a page of them."""
     query = request.query
     limit = paging.limit_of(query)
     cache: HubCache = request.app[HUB_CACHE]
     rows: ViewRows = request.app[VIEW_ROWS]
-    version = str(cache.objects[kind.key].version)
+    if listed is not None:
+        version, objects = listed.version, listed.items
+    else:
+        version, objects = str(cache.objects[kind.key].version), cache.items(kind.key)
     stale = rows.stale()
     built = []
-    for i, hub in enumerate(cache.items(kind.key)):
+    for i, hub in enumerate(objects):
         if i and i % _YIELD_EVERY == 0:
             await asyncio.sleep(0)  # thousands of objects: let health checks and others in
         meta = hub["metadata"]
@@ -278,8 +343,10 @@ async def _hub_object(request: web.Request, kind: Kind) -> Obj:
 
 
 async def _read(request: web.Request, kind: Kind) -> Obj:
-    """The hub object for a read: from the hub cache once it has caught up, as for a list."""
-    if not await _cache_serves(request, kind, request.query):
+    """The hub object for a read. A consistent one is the hub's own get: one request, as one
+    probe of the hub's version costs, and no waiting for our watch (see `_cache_serves`). The
+    hub cache answers the others, as for a list."""
+    if _consistent(request.query) or not await _cache_serves(request, kind, request.query):
         metrics.READS.labels(GROUP, "hub").inc()
         return await _hub_object(request, kind)
     metrics.READS.labels(GROUP, "cache").inc()

@@ -126,7 +126,7 @@ class Informer:
         """Take our own write's answer as if it came from the watch: whoever waits on this
         object acts now, not one watch round trip later. The watch event that follows with
         the same resourceVersion is then not delivered twice."""
-        obj = self._kept(obj)
+        obj = self.kept(obj)
         key = key_of(obj)
         old = self.cache.get(key)
         version = obj.get("metadata", {}).get("resourceVersion")
@@ -229,7 +229,7 @@ class Informer:
         """Every cached object (read-only), as a list that later changes do not touch."""
         return list(self.cache.values())
 
-    def _kept(self, obj: Obj) -> Obj:
+    def kept(self, obj: Obj) -> Obj:
         """What the cache keeps of an object: never managedFields (nothing reads them, and they
         are often the largest part), and only what `slim` keeps when the owner says so."""
         obj.get("metadata", {}).pop("managedFields", None)
@@ -290,7 +290,7 @@ class Informer:
 
     async def _take(self, listing: Obj) -> str:
         """Make the cache the listing, telling the handlers what changed."""
-        fresh = {key_of(o): self._kept(o) for o in listing.get("items", [])}
+        fresh = {key_of(o): self.kept(o) for o in listing.get("items", [])}
         for key in [k for k in self.cache if k not in fresh]:
             gone = self.cache.pop(key)
             self._bury(key, _version(listing))
@@ -321,7 +321,7 @@ class Informer:
             if kind == "BOOKMARK":
                 self._advance(version, written=False)
                 continue
-            obj = self._kept(obj)
+            obj = self.kept(obj)
             key = key_of(obj)
             old = self.cache.get(key)
             if kind == "DELETED":

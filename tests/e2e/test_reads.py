@@ -37,10 +37,17 @@ async def _create_then_read(namespace: str, count: int) -> list[str]:
             await hub.create(
                 f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment(name, 1)
             )
-            listing = await hub.get(f"{MC}/namespaces/{namespace}/deployments")
-            names = {item["metadata"]["name"] for item in listing["items"]}
-            if name not in names:
-                missing.append(f"list after creating {name}: {sorted(names)}")
+            # A small namespace is listed at the hub; every namespace from the hub cache,
+            # once it has caught up.
+            for path in (f"{MC}/namespaces/{namespace}/deployments", f"{MC}/deployments"):
+                listing = await hub.get(path)
+                names = {
+                    item["metadata"]["name"]
+                    for item in listing["items"]
+                    if item["metadata"]["namespace"] == namespace
+                }
+                if name not in names:
+                    missing.append(f"{path} after creating {name}: {sorted(names)}")
             got = await hub.get(f"{MC}/namespaces/{namespace}/deployments/{name}")
             if got["metadata"]["name"] != name:
                 missing.append(f"get {name}")
@@ -52,6 +59,14 @@ async def _create_then_read(namespace: str, count: int) -> list[str]:
             seen = await hub.get(f"{MC}/namespaces/{namespace}/deployments/{name}")
             if seen["spec"]["replicas"] != 2:
                 missing.append(f"scale of {name}: view says {seen['spec']['replicas']}")
+            every = await hub.get(f"{MC}/deployments", fieldSelector=f"metadata.name={name}")
+            scaled = [
+                i["spec"]["replicas"]
+                for i in every["items"]
+                if i["metadata"]["namespace"] == namespace
+            ]
+            if scaled != [2]:
+                missing.append(f"scale of {name}: the list of every namespace says {scaled}")
     return missing
 
 
