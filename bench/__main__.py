@@ -204,8 +204,8 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         "plugin_ratio": next(
             (r["ratio"] for r in rows if r["benchmark"] == "plugin.get_deployments"), None
         ),
-        "plugin_ratio_krew_zipapp": figure(
-            rows, "plugin.get_deployments", "median_ms_krew_zipapp", "ratio"
+        "plugin_ratio_checkout_venv": figure(
+            rows, "plugin.get_deployments", "median_ms_checkout_venv", "ratio"
         ),
         "settle_trail_max_ms": next(
             (r["value"] for r in rows if r["benchmark"] == "settle.trailing_event"), None

@@ -63,13 +63,13 @@ DIGEST = "@DIGEST@"
 
 
 def _unpacked():
-    import shutil
-    import zipfile
-
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     folder = os.path.join(base, "kubectl-mc", "app-" + DIGEST)
     if os.path.isdir(folder):
         return folder
+    import shutil  # only now: together they take longer to import than Python to start
+    import zipfile
+
     archive = os.path.dirname(os.path.abspath(__file__))
     partial = "%s.%d" % (folder, os.getpid())
     try:
@@ -91,13 +91,36 @@ def _unpacked():
     return folder
 
 
-folder = _unpacked()
-if folder is not None:
-    sys.path[0] = folder
+here = os.path.dirname(os.path.abspath(__file__))
+if os.path.basename(here) == "app-" + DIGEST:
+    sys.path.insert(0, here)  # run from the unpacked app by the launcher (-I adds no path)
+else:
+    folder = _unpacked()
+    if folder is not None:
+        sys.path[0] = folder
 
 from kubectl_mc.cli import main
 
 main()
+"""
+
+# What comes before the zip (Python finds a zip's entries from its end, so any prefix will
+# do): a shell script rather than `#!/usr/bin/env python3`, so Python can be started with
+# flags, which a shebang cannot pass everywhere. `-I -S`: the app carries everything it
+# imports beyond the standard library, so it needs nothing from site-packages, and whatever
+# the user's Python has there (.pth files run at every start, an older click) can neither
+# slow it down nor break it. Once the app is unpacked (see MAIN), its `__main__.py` is run
+# from there: as a script, Python opens neither the zip nor runpy. Only these lines are read:
+# `exec` replaces the shell.
+LAUNCHER = """\
+#!/bin/sh
+command -v python3 >/dev/null 2>&1 || {
+    echo "kubectl-mc needs python3 >= 3.11 on PATH, and there is none" >&2
+    exit 1
+}
+app="${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-mc/app-@DIGEST@"
+[ -f "$app/__main__.py" ] && exec python3 -I -S "$app/__main__.py" "$@"
+exec python3 -I -S "$0" "$@"
 """
 
 SHORT_DESCRIPTION = "Transparent multi-cluster: one hub, many clusters"
@@ -145,8 +168,10 @@ def zipapp_members() -> dict[str, bytes]:
 
 
 def build_zipapp(members: dict[str, bytes]) -> bytes:
+    digest = re.search(rb'^DIGEST = "([0-9a-f]+)"$', members["__main__.py"], re.MULTILINE)
+    assert digest is not None, "__main__.py names no DIGEST"
     buf = io.BytesIO()
-    buf.write(b"#!/usr/bin/env python3\n")
+    buf.write(LAUNCHER.replace("@DIGEST@", digest.group(1).decode()).encode())
     with zipfile.ZipFile(buf, "w") as zf:
         for name in sorted(members):
             info = zipfile.ZipInfo(name, date_time=EPOCH)

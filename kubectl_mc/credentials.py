@@ -22,7 +22,6 @@ import base64
 import os
 import ssl
 import threading
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a few milliseconds
 if TYPE_CHECKING:
@@ -117,7 +116,7 @@ class ClusterTLS:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="kubectl-mc-") as folder:
-            cert_path, key_path = Path(folder, "tls.crt"), Path(folder, "tls.key")
+            cert_path, key_path = os.path.join(folder, "tls.crt"), os.path.join(folder, "tls.key")
             for path, data in ((cert_path, cert), (key_path, key)):
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as out:
@@ -168,9 +167,10 @@ class TokenFile:
         context = self.certificate.current().context
         with self._lock:
             try:
-                mtime = Path(self.path).stat().st_mtime_ns
+                mtime = os.stat(self.path).st_mtime_ns
                 if self._seen is None or self._seen[0] != mtime:
-                    token = Path(self.path).read_text().strip()
+                    with open(self.path, encoding="utf-8") as f:
+                        token = f.read().strip()
                     self._seen = (mtime, Credential(token, context))
             except OSError as err:
                 raise failed(self.user, f"reading tokenFile {self.path}: {err.strerror}") from err
@@ -208,7 +208,8 @@ def _material(user_name: str, user: dict[str, Any], name: str) -> bytes | None:
     """A certificate or key: the file named, or the inline base64 data."""
     if user.get(name):
         try:
-            return Path(user[name]).read_bytes()
+            with open(user[name], "rb") as f:
+                return f.read()
         except OSError as err:
             raise failed(user_name, f"reading {name} {user[name]}: {err.strerror}") from err
     data = user.get(f"{name}-data")

@@ -20,7 +20,6 @@ import json
 import ssl
 import sys
 import threading
-from urllib.parse import urlencode, urlsplit
 
 from kubectl_mc import __version__
 from kubectl_mc.credentials import ClusterTLS, Credential, CredentialError, source_for
@@ -168,7 +167,6 @@ class Client:
         data: bytes | None,
         content_type: str,
     ) -> tuple[Connection, Response]:
-        url = urlsplit(self.server)
         headers = {"Accept": accept, "User-Agent": f"kubectl-mc/v{__version__}"}
         context = self.context
         if credential is not None:
@@ -177,7 +175,8 @@ class Client:
                 headers["Authorization"] = f"Bearer {credential.token}"
         if data is not None:
             headers["Content-Type"] = content_type
-        target = url.path.rstrip("/") + path + (f"?{urlencode(params)}" if params else "")
+        target = split_server(self.server)[3].rstrip("/") + path
+        target += f"?{query_string(params)}" if params else ""
         while True:
             conn, reused = self._connection(context)
             try:
@@ -207,8 +206,7 @@ class Client:
             conn.close()
         if found is not None:
             return found, True
-        url = urlsplit(self.server)
-        host, port = url.hostname or "localhost", url.port or 443
+        _, host, port, _ = split_server(self.server)
         name = self.server_name or host
         proxy = self.proxy
         via = None if proxy is None else (proxy.host, proxy.port, proxy.headers)
@@ -316,10 +314,42 @@ def connect(selected: Selected, timeout: float = 30.0) -> Client:
 
 
 def _connection_message(server: str, err: BaseException) -> str:
-    url = urlsplit(server)
     if isinstance(err, ConnectionRefusedError):
         return (
-            f"The connection to the server {url.netloc} was refused - "
+            f"The connection to the server {split_server(server)[0]} was refused - "
             "did you specify the right host or port?"
         )
     return f"Unable to connect to the server: {err}"
+
+
+# urllib.parse is not imported: with the ipaddress module it loads, it costs more at start
+# than the little of it a client needs, which follows.
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
+
+
+def split_server(server: str) -> tuple[str, str, int, str]:
+    """A kubeconfig server URL's host[:port], host (lowercase, IPv6 without brackets), port
+    (443 for https when it names none, 80 for http) and path, as urllib.parse.urlsplit reads
+    them."""
+    scheme, sep, rest = server.partition("://")
+    if not sep:
+        scheme, rest = "", server
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    netloc, path = rest[:end], rest[end:].partition("?")[0].partition("#")[0]
+    address = netloc.rpartition("@")[2]
+    if address.startswith("["):
+        host, _, after = address[1:].partition("]")
+        port = after[1:]
+    else:
+        host, _, port = address.partition(":")
+    default = 80 if scheme.lower() == "http" else 443
+    return netloc, host.lower() or "localhost", int(port) if port else default, path
+
+
+def query_string(params: dict[str, str]) -> str:
+    """`params` for a URL, every byte but the unreserved ones percent-encoded."""
+    return "&".join(f"{_quoted(k)}={_quoted(v)}" for k, v in params.items())
+
+
+def _quoted(text: str) -> str:
+    return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in text.encode())

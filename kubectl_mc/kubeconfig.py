@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import os
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a few milliseconds
 if TYPE_CHECKING:
@@ -34,38 +33,39 @@ class Selected:
         cluster: dict[str, Any],
         user: dict[str, Any],
         namespace: str,
-        base: Path,  # relative file references resolve against the file that named them
+        base: str,  # relative file references resolve against the file that named them
         user_name: str = "",  # errors about credentials name the user, as kubectl's do
     ) -> None:
         self.context, self.cluster, self.user = context, cluster, user
         self.namespace, self.base, self.user_name = namespace, base, user_name
 
 
-def load(path: str | None) -> tuple[Config, Path]:
+def load(path: str | None) -> tuple[Config, str]:
     """The merged config and the folder of its first file."""
     if path:
-        files = [Path(path)]
+        files = [path]
     else:
         env = os.environ.get("KUBECONFIG")
-        files = [Path(p) for p in env.split(os.pathsep) if p] if env else []
-        files = files or [Path.home() / ".kube" / "config"]
+        files = [p for p in env.split(os.pathsep) if p] if env else []
+        files = files or [os.path.join(os.path.expanduser("~"), ".kube", "config")]
     merged: Config = {"clusters": [], "users": [], "contexts": [], "current-context": None}
     for file in files:
-        if not file.exists():
+        if not os.path.exists(file):
             if path:
                 raise KubeconfigError(f"stat {file}: no such file or directory")
             continue
         try:
-            data = _parse(file.read_text())
+            with open(file, encoding="utf-8") as f:
+                data = _parse(f.read())
         except ValueError as err:
             raise KubeconfigError(f'error loading config file "{file}": {err}') from err
         for section in ("clusters", "users", "contexts"):
             known = {e["name"] for e in merged[section]}
             for entry in data.get(section) or []:
                 if entry.get("name") not in known:
-                    merged[section].append(_absolute(entry, file.parent))
+                    merged[section].append(_absolute(entry, os.path.dirname(file)))
         merged["current-context"] = merged["current-context"] or data.get("current-context")
-    return merged, (files[0].parent if files else Path.cwd())
+    return merged, (os.path.dirname(files[0]) if files else os.getcwd())
 
 
 def _parse(text: str) -> Config:
@@ -97,7 +97,7 @@ def select(
     context: str | None = None,
     cluster: str | None = None,
     user: str | None = None,
-    base: Path | None = None,
+    base: str | None = None,
 ) -> Selected:
     name = context or config.get("current-context")
     if not name:
@@ -112,7 +112,7 @@ def select(
         cluster=_named(config, "clusters", cluster_name, "cluster"),
         user=_named(config, "users", user_name, "user") if user_name else {},
         namespace=ctx.get("namespace") or "default",
-        base=base or Path.cwd(),
+        base=base or os.getcwd(),
         user_name=user_name or "",
     )
 
@@ -125,7 +125,8 @@ def flatten(selected: Selected) -> Config:
         {"client-certificate": "client-certificate-data", "client-key": "client-key-data"},
     )
     if "tokenFile" in user:
-        user["token"] = Path(user.pop("tokenFile")).read_text().strip()
+        with open(user.pop("tokenFile"), encoding="utf-8") as f:
+            user["token"] = f.read().strip()
     name = selected.context
     return {
         "apiVersion": "v1",
@@ -146,34 +147,35 @@ def _named(config: Config, section: str, name: str | None, what: str) -> dict[st
     raise KubeconfigError(f"{what} {name!r} not found in the kubeconfig")
 
 
-def _absolute(entry: dict[str, Any], folder: Path) -> dict[str, Any]:
+def _absolute(entry: dict[str, Any], folder: str) -> dict[str, Any]:
     """Relative file references are relative to the kubeconfig that holds them, and so is an
     exec plugin's command when it is a path (`./bin/token`); a bare name is looked up in PATH."""
     out = dict(entry)
     for key in ("cluster", "user"):
         inner = dict(out.get(key) or {})
         for field in ("certificate-authority", "client-certificate", "client-key", "tokenFile"):
-            if field in inner and not Path(inner[field]).is_absolute():
-                inner[field] = str(folder / inner[field])
+            if field in inner and not os.path.isabs(inner[field]):
+                inner[field] = os.path.join(folder, inner[field])
         plugin = inner.get("exec")
         if isinstance(plugin, dict) and _relative_path(plugin.get("command")):
-            inner["exec"] = {**plugin, "command": str(folder / plugin["command"])}
+            inner["exec"] = {**plugin, "command": os.path.join(folder, plugin["command"])}
         if key in out:
             out[key] = inner
     return out
 
 
 def _relative_path(command: object) -> bool:
-    return isinstance(command, str) and os.sep in command and not Path(command).is_absolute()
+    return isinstance(command, str) and os.sep in command and not os.path.isabs(command)
 
 
 def _inline(entry: dict[str, Any], fields: dict[str, str]) -> dict[str, Any]:
     out = dict(entry)
     for file_field, data_field in fields.items():
         if file_field in out:
-            path = Path(out.pop(file_field))
+            path = out.pop(file_field)
             try:
-                out[data_field] = base64.b64encode(path.read_bytes()).decode()
+                with open(path, "rb") as f:
+                    out[data_field] = base64.b64encode(f.read()).decode()
             except OSError as err:
                 raise KubeconfigError(f"cannot read {file_field} {path}: {err}") from err
     return out

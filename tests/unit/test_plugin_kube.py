@@ -9,8 +9,11 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from apiserver import certs
 from kubectl_mc import kube
@@ -100,3 +103,27 @@ def test_each_warning_is_printed_once(capsys: pytest.CaptureFixture[str]) -> Non
     kube.print_warning("only once, please")
     kube.print_warning("only once, please")
     assert capsys.readouterr().err == "Warning: only once, please\n"
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        "https://127.0.0.1:6443",
+        "https://Hub.Example.COM",
+        "https://hub:8443/prefix/",
+        "http://hub/path?x=1#frag",
+        "https://[::1]:8443/a",
+        "https://[fe80::1]",
+        "https://user@hub:99",
+        "https://hub?x",
+    ],
+)
+def test_server_urls_read_as_urlsplit_reads_them(server: str) -> None:
+    url = urlsplit(server)
+    default = 80 if url.scheme == "http" else 443
+    assert kube.split_server(server) == (url.netloc, url.hostname, url.port or default, url.path)
+
+
+@given(st.dictionaries(st.text(), st.text(), max_size=4))
+def test_query_strings_decode_to_the_params(params: dict[str, str]) -> None:
+    assert dict(parse_qsl(kube.query_string(params), keep_blank_values=True)) == params

@@ -22,7 +22,10 @@ from .kube_fakes import ApiServer, api_server, pem_pair
 
 REPO = Path(__file__).resolve().parents[2]
 # Imported by `get` they would cost milliseconds each (click and PyYAML: tens).
-SLOW = ("click", "yaml", "pydantic", "http.client", "email", "dataclasses", "typing", "tempfile")
+SLOW = (
+    *("click", "yaml", "pydantic", "http.client", "email", "dataclasses", "typing", "tempfile"),
+    *("pathlib", "urllib.parse", "ipaddress", "runpy"),
+)
 
 
 @pytest.fixture
