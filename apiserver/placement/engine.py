@@ -611,7 +611,7 @@ def _divide_within_room(
     # would move back into the full location they left). A scale-up or a first placement is
     # not a move: it goes where the strategy puts it, pending where there is no room, as on
     # one cluster, until the grace period says which replicas are stuck.
-    held = sum(ctx.held(name) for name in weights)
+    held = sum(count or 0 for name, count in ctx.current.items() if name in weights)
     moving = bool(ctx.missing) or (held > 0 and total <= held)
     destinations = _room_caps(ctx, weights, short) if moving else {}
     caps.update(destinations)
@@ -897,7 +897,7 @@ def decide(
     `denied` names the locations an administrator's policy rules out, with the reason
     (`policy NAME`): they are out whatever the strategy or the template says.
     """
-    steer = steering(obj, {c.name: c.labels for c in candidates})
+    steer = steering(obj, lambda: {c.name: c.labels for c in candidates})
     says_where = _says_where(strategy)
     if not says_where and steer.preferences is not None and strategy.weights is None:
         strategy = _weighted(strategy, steer.preferences)

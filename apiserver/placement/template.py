@@ -18,7 +18,7 @@ Pure functions over the object and the locations' names and labels; the engine d
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +52,11 @@ def is_hub_only(key: str) -> bool:
     return key.startswith(HUB_PREFIX)
 
 
-def steering(obj: Mapping[str, Any], locations: Mapping[str, Mapping[str, str]]) -> Steering:
-    """Read the pod template of `obj` against `locations` (name -> labels)."""
+def steering(
+    obj: Mapping[str, Any], labels_of: Callable[[], Mapping[str, Mapping[str, str]]]
+) -> Steering:
+    """Read the pod template of `obj` against the locations `labels_of()` gives (name ->
+    labels), asked only of a template that says something about nodes."""
     spec = pod_spec_of(obj)
     if not spec:
         return NOTHING
@@ -62,6 +65,7 @@ def steering(obj: Mapping[str, Any], locations: Mapping[str, Mapping[str, str]])
     spreads = spec.get("topologySpreadConstraints")
     if not (affinity or node_selector or spreads):
         return NOTHING
+    locations = labels_of()
     carried = {key for labels in locations.values() for key in labels}
 
     def speaks_of_locations(key: object) -> bool:
