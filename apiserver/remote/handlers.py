@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,7 +248,7 @@ async def _cached(
         except TimeoutError:
             return Decision(False, error=f"its SubjectAccessReview got no answer in {patience:g}s")
 
-    decisions = await asyncio.gather(*(review(name) for name in ready))
+    decisions = await _reviewed({name: review(name) for name in ready}, _timeout(request))
     warnings = list(asked.warnings)
     allowed: dict[str, TableCache] = {}
     for (name, cache), decision in zip(ready.items(), decisions, strict=True):
@@ -257,6 +258,28 @@ async def _cached(
             why = decision.error or denial_status(decision, user, attrs)["message"]
             warnings.append(f"location {name} left out: {why}")
     return _Cached(allowed, warnings, labels, fields, namespace)
+
+
+async def _reviewed(
+    reviews: dict[str, Coroutine[Any, Any, Decision]], timeout: float
+) -> list[Decision]:
+    """The children's decisions, by `fan_out`'s rule: once one child has decided, the others
+    have `timeout` more seconds, or are left out (a slow child's review goes on, shielded in
+    its Authorizer, and its answer is cached for the reads after)."""
+    tasks = {name: asyncio.create_task(coro) for name, coro in reviews.items()}
+    if not tasks:
+        return []
+    try:
+        _, pending = await asyncio.wait(tasks.values(), return_when=asyncio.FIRST_COMPLETED)
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+        late = f"its SubjectAccessReview got no answer {timeout:g}s after another location's"
+        return [
+            task.result() if task.done() else Decision(False, error=late) for task in tasks.values()
+        ]
+    finally:
+        for task in tasks.values():
+            task.cancel()
 
 
 async def _from_caches(

@@ -54,3 +54,27 @@ async def test_when_everyone_is_slow_nobody_is_left_out() -> None:
 
 async def test_no_locations_no_answers() -> None:
     assert await fan_out({}, behaving({}), TIMEOUT) == []
+
+
+async def test_a_child_slow_to_review_is_left_out_once_another_has_decided() -> None:
+    from apiserver.api.authz import Decision
+    from apiserver.remote.handlers import _reviewed
+
+    async def decide(after: float, allowed: bool) -> Decision:
+        await asyncio.sleep(after)
+        return Decision(allowed)
+
+    started = time.monotonic()
+    decisions = await _reviewed(
+        {"fast": decide(0.0, True), "denies": decide(0.05, False), "slow": decide(60.0, True)},
+        TIMEOUT,
+    )
+    assert time.monotonic() - started < 30  # not the slow child's minute
+    assert decisions[:2] == [Decision(True), Decision(False)]
+    assert not decisions[2].allowed
+    assert "no answer 0.2s after another location's" in decisions[2].error
+    # Every child slow alike (a busy machine): nobody is left out for it.
+    assert await _reviewed({"a": decide(0.5, True), "b": decide(0.5, True)}, TIMEOUT) == [
+        Decision(True),
+        Decision(True),
+    ]
