@@ -47,6 +47,7 @@ from apiserver.keys import (
     REMOTE_CACHES,
     SYNC,
     VIEW_ROWS,
+    WAITS,
 )
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import Kube, guard_trace
@@ -57,7 +58,7 @@ from apiserver.locations.loop import Settings as LocationSettings
 from apiserver.options import Options
 from apiserver.placement.loop import PlacementLoop
 from apiserver.placement.loop import Settings as PlacementSettings
-from apiserver.readlimit import ReadLimiter
+from apiserver.readlimit import WAITS_PER_READ, ReadLimiter
 from apiserver.remote import handlers as remote
 from apiserver.remote.cache import ChildAuthorizers, RemoteCaches
 from apiserver.sync.loop import Settings as SyncSettings
@@ -73,6 +74,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     app = web.Application(middlewares=[status_errors, guard])
     app[OPTIONS] = options
     app[READS] = ReadLimiter(options.read_concurrency, options.max_queued_reads)
+    app[WAITS] = ReadLimiter(options.read_concurrency * WAITS_PER_READ, options.max_queued_reads)
     app.cleanup_ctx.append(_clients)
     app.cleanup_ctx.append(_guards(serving))
     app.cleanup_ctx.append(_loops)

@@ -39,5 +39,8 @@ CHILD_AUTHZ = web.AppKey("child_authz", ChildAuthorizers)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 AUTHORIZER = web.AppKey("authorizer", Authorizer)
 FRONT_PROXY = web.AppKey("front_proxy", FrontProxyWatch)
-# Turns for lists of either group and remote.kmc.dev gets; see --read-concurrency.
+# Turns for lists of either group; see --read-concurrency.
 READS = web.AppKey("reads", ReadLimiter)
+# Turns for reads waiting on children (remote.kmc.dev gets, lists not served from the caches):
+# they cost memory for the answers, not the loop's time, so more at once.
+WAITS = web.AppKey("waits", ReadLimiter)

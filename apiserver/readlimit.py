@@ -19,6 +19,9 @@ from enum import IntEnum
 from apiserver import metrics
 from apiserver.api import errors
 
+# Reads waiting on children per read served at once (`keys.WAITS`).
+WAITS_PER_READ = 8
+
 
 class Priority(IntEnum):
     GET = 0  # one object

@@ -26,7 +26,7 @@ from apiserver.api import errors, paging, selectors, table
 from apiserver.api.authz import Decision, denial_status
 from apiserver.api.guard import info_of, user_of
 from apiserver.api.respond import WatchStream, json_response, object_list, stream_list
-from apiserver.keys import CHILD_AUTHZ, FLEET, LOCATIONS, OPTIONS, READS, REMOTE_CACHES
+from apiserver.keys import CHILD_AUTHZ, FLEET, LOCATIONS, OPTIONS, READS, REMOTE_CACHES, WAITS
 from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
 from apiserver.readlimit import Priority
@@ -149,8 +149,7 @@ async def _list(
         metrics.READS.labels(GROUP, "cache").inc()
         return cached
     metrics.READS.labels(GROUP, "children").inc()
-    async with request.app[READS].turn(Priority.LIST):
-        return await _list_live(request, kind, asked, path, limit, cont)
+    return await _list_live(request, kind, asked, path, limit, cont)
 
 
 async def _list_live(
@@ -161,7 +160,9 @@ async def _list_live(
     limit: int | None,
     cont: str | None,
 ) -> web.Response:
-    """Every Ready child asked now, as the caller."""
+    """Every Ready child asked now, as the caller. Waiting for them takes a turn among the
+    reads that wait on children, stitching their answers a read's turn: a slow child must not
+    hold a turn that lists served from memory need (see --read-concurrency)."""
     wanted, include, warnings = asked.wanted, asked.include, asked.warnings
 
     # kubectl's default: rows with metadata only, stitched without decoding what they carry.
@@ -178,8 +179,23 @@ async def _list_live(
             decode=stitch.decode if fast else None,
         )
 
-    answers = await fan_out(asked.clients, ask, _timeout(request))
-    warnings += [failed(a) for a in answers if a.error is not None]
+    async with request.app[WAITS].turn(Priority.LIST):
+        answers = await fan_out(asked.clients, ask, _timeout(request))
+    async with request.app[READS].turn(Priority.LIST):
+        return _stitched(kind, asked, answers, warnings, fast, limit, cont)
+
+
+def _stitched(
+    kind: RemoteKind,
+    asked: _Ask,
+    answers: list[Answer],
+    warnings: list[str],
+    fast: bool,
+    limit: int | None,
+    cont: str | None,
+) -> web.Response:
+    wanted, include = asked.wanted, asked.include
+    warnings = warnings + [failed(a) for a in answers if a.error is not None]
     good = [a for a in answers if a.error is None]
     version = paging.composite_version({a.location: _list_version(a.body) for a in good})
     headers = warning_headers(warnings)
@@ -370,7 +386,8 @@ def _stitched_table(
 
 
 async def one(request: web.Request) -> web.StreamResponse:
-    async with request.app[READS].turn(Priority.GET):
+    # One object from each child: the wait is the cost, not the work.
+    async with request.app[WAITS].turn(Priority.GET):
         return await _one(request, _kind(request), request.match_info["namespace"])
 
 
