@@ -2,9 +2,10 @@
 
 Lists and gets are answered from the hub cache with kube-apiserver's read semantics (see
 `_cache_serves`): resourceVersions are the hub's, selectors and paging ours, rows kept per
-object (`viewrows`). What the cache cannot answer (an Exact resourceVersion, a field it does
-not select on, a cache that cannot catch up in time, a page of a list the hub began) goes to
-the hub as before. Watches follow the hub's own watch and add what the loops know.
+object (`viewrows`). A consistent get, or list of a small namespace, is read from the hub
+instead: one request, and no waiting for the cache (`_small_namespace`). What the cache
+cannot answer (an Exact resourceVersion, a field it does not select on, a cache that cannot
+catch up in time, a page of a list the hub began) goes to the hub as before. Watches follow the hub's own watch and add what the loops know.
 """
 
 from __future__ import annotations
