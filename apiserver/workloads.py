@@ -142,19 +142,15 @@ async def _small_namespace(
     """A consistent read of one namespace, and whether the cache may answer it. The hub's own
     list is a consistent read by itself: where the namespace holds at most `_WHOLE` objects of
     the kind, that one list is the answer, with no waiting for our watch to be quiet (which is
-    most of what a consistent read from the cache costs: see `_SETTLE`). A namespace the
-    cache knows to be larger is read as every namespace is (`HubCache.fresh`); one that has
-    grown past `_WHOLE` since, by the version of the hub's list, as `fresh` would. Objects
-    the cache holds as listed are served as cached (their rows are kept), the others as the
-    cache would keep them."""
+    most of what a consistent read from the cache costs: see `_SETTLE`). A larger namespace's
+    list tells the hub's version the cache is then made to catch up with, as `HubCache.fresh`
+    does with a list of one item. Objects the cache holds as listed are served as cached (their
+    rows are kept), the others as the cache would keep them."""
     cache: HubCache = request.app[HUB_CACHE]
     informer = cache.objects.get(kind.key)
     if informer is None:
         return None, False
     timeout = request.app[OPTIONS].consistent_read_timeout
-    if informer.synced.is_set() and _more_than(informer.cache, f"{namespace}/", _WHOLE):
-        # Large as far as the cache knows: the probe of one item, which reads share.
-        return None, await cache.fresh(kind.key, _SETTLE, timeout)
     params = {k: v for k in ("labelSelector", "fieldSelector") if (v := request.query.get(k))}
     hub: Kube = request.app[HUB]
     listing = await hub.get(_collection_path(kind, namespace), limit=str(_WHOLE), **params)
@@ -174,17 +170,6 @@ async def _small_namespace(
     except ValueError:
         return None, False
     return None, await informer.caught_up(wanted, _SETTLE, timeout)
-
-
-def _more_than(cache: Mapping[str, Obj], prefix: str, most: int) -> bool:
-    """Whether more than `most` cache keys start with `prefix`."""
-    count = 0
-    for key in cache:
-        if key.startswith(prefix):
-            count += 1
-            if count > most:
-                return True
-    return False
 
 
 def _version_of(obj: Obj) -> str:
