@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from apiserver.readlimit import WAITS_PER_READ
+
 
 class OptionsError(ValueError):
     """A flag combination that cannot work; the message names the flag."""
@@ -111,7 +113,8 @@ def parser() -> argparse.ArgumentParser:
         default=4,
         help="lists (both groups) served at once; more wait their turn, so a burst of big "
         "lists cannot starve discovery, health checks and the loops. Reads waiting on "
-        "children (remote.kmc.dev gets, lists not served from the caches) have 8 times as many",
+        f"children (remote.kmc.dev gets, lists not served from the caches) have "
+        f"{WAITS_PER_READ} times as many",
     )
     p.add_argument(
         "--max-queued-reads",

@@ -150,7 +150,6 @@ async def _small_namespace(
     informer = cache.objects.get(kind.key)
     if informer is None:
         return None, False
-    timeout = request.app[OPTIONS].consistent_read_timeout
     params = {k: v for k in ("labelSelector", "fieldSelector") if (v := request.query.get(k))}
     hub: Kube = request.app[HUB]
     listing = await hub.get(_collection_path(kind, namespace), limit=str(_WHOLE), **params)
@@ -160,8 +159,9 @@ async def _small_namespace(
         items = []
         for item in listing.get("items") or []:
             kept = informer.get(f"{namespace}/{item['metadata']['name']}")
-            same = kept is not None and _version_of(kept) == _version_of(item)
-            items.append(kept if same and kept is not None else informer.kept(item))
+            if kept is None or _version_of(kept) != _version_of(item):
+                kept = informer.kept(item)
+            items.append(kept)
         return _Listed(items, version), True
     if not informer.synced.is_set():
         return None, False
@@ -169,6 +169,7 @@ async def _small_namespace(
         wanted = int(version)
     except ValueError:
         return None, False
+    timeout = request.app[OPTIONS].consistent_read_timeout
     return None, await informer.caught_up(wanted, _SETTLE, timeout)
 
 

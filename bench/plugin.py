@@ -30,6 +30,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bench import report
 from bench.objects import deployment
 from kmc_testbed import config as bedconfig
 
@@ -139,13 +140,7 @@ def measure(deployments: int, runs: int) -> list[dict[str, Any]]:
     median = {name: statistics.median(values) * 1000 for name, values in times.items()}
 
     def row(figure: str, name: str, baseline: str = "kubectl") -> dict[str, Any]:
-        return {
-            "benchmark": "plugin.get_deployments",
-            "figure": figure,
-            "value": round(median[name], 1),
-            "baseline": round(median[baseline], 1),
-            "ratio": round(median[name] / median[baseline], 2),
-        }
+        return report.row("plugin.get_deployments", figure, median[name], median[baseline])
 
     return [
         # As the README installs it: krew's zipapp on PATH, its bytecode unpacked by the first

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,9 +111,7 @@ async def fan_out(
     tasks = {name: asyncio.create_task(one(name, kube)) for name, kube in sorted(clients.items())}
     try:
         if tasks:
-            _, pending = await asyncio.wait(tasks.values(), return_when=asyncio.FIRST_COMPLETED)
-            if pending:
-                await asyncio.wait(pending, timeout=timeout)
+            await first_then(tasks.values(), timeout)
             late = ApiError.of(
                 504, "Timeout", f"no answer {timeout:g}s after another location had answered"
             )
@@ -129,6 +127,16 @@ async def fan_out(
         for task in tasks.values():
             task.cancel()
     return []
+
+
+async def first_then(tasks: Collection[asyncio.Task[Any]], timeout: float) -> None:
+    """Wait until one of `tasks` is done, then `timeout` more seconds for the others: a slow
+    one must not hold the rest up, and when all are slow alike nobody is left out for it."""
+    if not tasks:
+        return
+    _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    if pending:
+        await asyncio.wait(pending, timeout=timeout)
 
 
 def warning_headers(warnings: Iterable[str]) -> CIMultiDict[str]:

@@ -45,6 +45,7 @@ from apiserver.remote.fanout import (
     Asked,
     failed,
     fan_out,
+    first_then,
     impersonating,
     targets,
     warning_headers,
@@ -283,12 +284,8 @@ async def _reviewed(
     have `timeout` more seconds, or are left out (a slow child's review goes on, shielded in
     its Authorizer, and its answer is cached for the reads after)."""
     tasks = {name: asyncio.create_task(coro) for name, coro in reviews.items()}
-    if not tasks:
-        return []
     try:
-        _, pending = await asyncio.wait(tasks.values(), return_when=asyncio.FIRST_COMPLETED)
-        if pending:
-            await asyncio.wait(pending, timeout=timeout)
+        await first_then(tasks.values(), timeout)
         late = f"its SubjectAccessReview got no answer {timeout:g}s after another location's"
         return [
             task.result() if task.done() else Decision(False, error=late) for task in tasks.values()
