@@ -49,10 +49,24 @@ class Watched:
         )
         self.pods.subscribe(self._pod)
         self.crds = Informer(kube, CRDS, self._changed)
+        self.changes = 0  # every change to the caches above: what was computed of them stands
+        self._room: tuple[int, dict[str, Any]] | None = None
         self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods, self.crds)]
 
     async def _changed(self, _: str, __: Obj, ___: Obj | None) -> None:
+        self.changes += 1
         self.wake()
+
+    def room(self) -> dict[str, Any] | None:
+        """`room` of the watched nodes and pods, None until both have synced. Summing every
+        pod's requests is the probe's one cost that grows with the child (tens of thousands
+        of pods), so it is done again only after a node or pod changed, not every probe."""
+        if not (self.nodes.synced.is_set() and self.pods.synced.is_set()):
+            return None
+        if self._room is None or self._room[0] != self.changes:
+            space = room(list(self.nodes.cache.values()), list(self.pods.cache.values()))
+            self._room = (self.changes, space)
+        return self._room[1]
 
     async def _pod(self, event: str, pod: Obj, _: Obj | None) -> None:
         owner = self.unschedulable.update(event, pod)
@@ -67,20 +81,30 @@ class Watched:
 async def probe(kube: Kube, watched: Watched | None = None, timeout: float = 5.0) -> dict[str, Any]:
     """The status fields a probe learns (camelCase, as stored); ApiError when it fails."""
     async with asyncio.timeout(timeout):
-        _, version, kinds, node_items, pod_items, crds = await asyncio.gather(
+        _, version, kinds, space, crds = await asyncio.gather(
             _readyz(kube, timeout),
             kube.get("/version"),
             served_kinds(kube, timeout),
-            _items(kube, "/api/v1/nodes", watched.nodes if watched else None),
-            _items(kube, "/api/v1/pods", watched.pods if watched else None, RUNNING),
+            _room(kube, watched),
             _crds(kube, watched.crds if watched else None),
         )
     return {
         "kubernetesVersion": version.get("gitVersion", ""),
-        **room(node_items, pod_items),
+        **space,
         "resources": kinds,
         "apiDigests": api_digests(crds),
     }
+
+
+async def _room(kube: Kube, watched: Watched | None) -> dict[str, Any]:
+    known = watched.room() if watched is not None else None
+    if known is not None:
+        return known
+    nodes, pods = await asyncio.gather(
+        _items(kube, "/api/v1/nodes", watched.nodes if watched else None),
+        _items(kube, "/api/v1/pods", watched.pods if watched else None, RUNNING),
+    )
+    return room(nodes, pods)
 
 
 def room(nodes: list[Obj], pods: list[Obj]) -> dict[str, Any]:

@@ -259,9 +259,15 @@ class PlacementLoop:
                 self.queue.add(key)
 
     async def _resync(self) -> None:
+        """Every object looked at again once per `resync`, a slice a second: ten thousand
+        keys at once would cost a burst of CPU and hold new objects up behind them."""
         while True:
-            await asyncio.sleep(self.settings.resync)
-            self._enqueue_all()
+            keys = [key for kind in list(self.cache.kinds) for key in self.cache.list_keys(kind)]
+            slices = max(1, int(self.settings.resync))
+            for i in range(slices):
+                await asyncio.sleep(self.settings.resync / slices)
+                for key in keys[i::slices]:
+                    self.queue.add(key)
             self.cache.count_objects()
 
     # -- reconciling ----------------------------------------------------------------------

@@ -5,9 +5,15 @@ unknown room would let a stuck share move there)."""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, cast
 
-from apiserver.locations.probe import room, schedulable
+import pytest
+
+from apiserver.kube.client import Kube, Obj
+from apiserver.locations import probe
+from apiserver.locations.probe import Watched, room, schedulable
 from apiserver.placement.engine import Resources
 from apiserver.placement.loop import _free
 
@@ -98,3 +104,55 @@ def test_room_is_what_the_open_nodes_have_left() -> None:
     nodes = [node("a"), node("b", cordoned=True)]
     pods = [pod("a", cpu="2"), pod("b", cpu="7")]
     assert free(nodes, pods) == Resources(cpu_milli=6000, memory=31 << 30, pods=109)
+
+
+class Child:
+    """Lists of nodes and pods, then a pod watch fed from a queue; other watches stay quiet."""
+
+    name = "child"
+
+    def __init__(self, nodes: list[Obj], pods: list[Obj]) -> None:
+        self.lists = {"/api/v1/nodes": nodes, "/api/v1/pods": pods}
+        self.pod_events: asyncio.Queue[Obj] = asyncio.Queue()
+
+    async def get(self, path: str, **params: str) -> Obj:
+        return {"metadata": {"resourceVersion": "1"}, "items": self.lists.get(path, [])}
+
+    async def watch(
+        self, path: str, resource_version: str, params: Any = None
+    ) -> AsyncIterator[Obj]:
+        while True:
+            if path != "/api/v1/pods":
+                await asyncio.Event().wait()
+            yield await self.pod_events.get()
+
+
+async def test_room_is_summed_again_only_after_a_node_or_pod_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A probe every few seconds must not sum tens of thousands of pods when none changed (the
+    scale benchmark's idle CPU was mostly that); a pod that comes counts at the next probe."""
+    sums = []
+
+    def counted(nodes: list[Obj], pods: list[Obj]) -> dict[str, Any]:
+        sums.append(len(pods))
+        return room(nodes, pods)
+
+    monkeypatch.setattr(probe, "room", counted)
+    child = Child([node("a")], [{**pod("a"), "metadata": {"name": "p1", "resourceVersion": "1"}}])
+    woken = asyncio.Event()
+    watched = Watched(cast(Kube, child), woken.set)
+    try:
+        await asyncio.wait_for(watched.nodes.synced.wait(), 10)
+        await asyncio.wait_for(watched.pods.synced.wait(), 10)
+        first = watched.room()
+        assert first is not None and first["requested"]["pods"] == "1"
+        assert watched.room() is first and sums == [1]
+        woken.clear()
+        second = {**pod("a"), "metadata": {"name": "p2", "resourceVersion": "2"}}
+        await child.pod_events.put({"type": "ADDED", "object": second})
+        await asyncio.wait_for(woken.wait(), 10)
+        now = watched.room()
+        assert now is not None and now["requested"]["pods"] == "2" and sums == [1, 2]
+    finally:
+        watched.stop()
