@@ -72,7 +72,7 @@ class Settings:
     grace: float = 60.0
     cooldown: float = 60.0
     workers: int = 32  # mostly waiting on the hub: many more than the cores
-    resync: float = 60.0  # safety net: every object is looked at again this often
+    resync: float = 600.0  # safety net: every object is looked at again this often
     # How long a location found short of room keeps its lowered share before it is tried again.
     capacity_hold: float = 300.0
 
@@ -141,8 +141,9 @@ class PlacementLoop:
         self._locations_seen: dict[str, Any] = {}  # name -> what decisions read of it
         self.uses: dict[Key, set[Key]] = {}  # workload -> dependencies it uses
         self.load = Load()  # replicas per location over every workload: ties go to the least
-        # Workloads with replicas stuck for want of room: room freed anywhere is a reason to
-        # look again (they wait for it rather than move to a location just as full).
+        # Workloads with replicas stuck for want of room, or not placed as asked (a move held
+        # back for want of room): room freed anywhere is a reason to look again (they wait
+        # for it rather than move to a location just as full).
         self._short: set[Key] = set()
         cache.subscribe(self._on_object)
         cache.namespaces.subscribe(self._on_namespace)
@@ -241,8 +242,9 @@ class PlacementLoop:
 
     def _weighs_room(self, key: Key) -> bool:
         """Can room in a location change this object's placement? Only while it is not placed
-        yet (a Single picks the roomiest), while replicas of it wait for room, or when its
-        strategy weighs by capacity."""
+        yet (a Single picks the roomiest), while replicas of it wait for room or could not be
+        placed as asked (a move held back for want of room), or when its strategy weighs by
+        capacity."""
         obj = self.cache.get(key)
         if obj is None:
             return False
@@ -330,10 +332,6 @@ class PlacementLoop:
         # A held location already lost its stuck replicas; they linger until the child
         # scales down, and must not be taken away a second time.
         missing = {name: count for name, count in missing.items() if name not in held}
-        if missing:
-            self._short.add(key)
-        else:
-            self._short.discard(key)
         decision = engine.decide(
             obj,
             strategy,
@@ -346,6 +344,10 @@ class PlacementLoop:
             denied=self._denied(key.namespace, candidates),
             load=self.load.besides(key) if key.kind in WORKLOADS else None,
         )
+        if missing or decision.unplaceable:
+            self._short.add(key)  # room appearing anywhere may change this: look again then
+        else:
+            self._short.discard(key)
         if key.kind in WORKLOADS:
             self.load.note(key, decision.placement)
         self._hold(key, missing, current, decision.placement, now)
