@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -49,26 +50,22 @@ class Watched:
         )
         self.pods.subscribe(self._pod)
         self.crds = Informer(kube, CRDS, self._changed)
-        self.changes = 0  # every change to the caches above: what was computed of them stands
-        self._room: tuple[int, dict[str, Any]] | None = None
+        self.requested = Requested()
         self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods, self.crds)]
 
     async def _changed(self, _: str, __: Obj, ___: Obj | None) -> None:
-        self.changes += 1
         self.wake()
 
     def room(self) -> dict[str, Any] | None:
-        """`room` of the watched nodes and pods, None until both have synced. Summing every
-        pod's requests is the probe's one cost that grows with the child (tens of thousands
-        of pods), so it is done again only after a node or pod changed, not every probe."""
+        """`room` of the watched nodes and pods, None until both have synced. The pods'
+        requests are kept summed per node as they change (a child can run tens of thousands
+        of pods): a probe adds up nodes, not pods."""
         if not (self.nodes.synced.is_set() and self.pods.synced.is_set()):
             return None
-        if self._room is None or self._room[0] != self.changes:
-            space = room(list(self.nodes.cache.values()), list(self.pods.cache.values()))
-            self._room = (self.changes, space)
-        return self._room[1]
+        return _room_of(list(self.nodes.cache.values()), self.requested.on)
 
-    async def _pod(self, event: str, pod: Obj, _: Obj | None) -> None:
+    async def _pod(self, event: str, pod: Obj, old: Obj | None) -> None:
+        self.requested.change(old, None if event == "DELETED" else pod)
         owner = self.unschedulable.update(event, pod)
         if owner is not None:
             self.stuck(owner)
@@ -112,6 +109,13 @@ def room(nodes: list[Obj], pods: list[Obj]) -> dict[str, Any]:
     and `requested` count only the nodes a new pod can go to (`schedulable`), so a child whose
     nodes are cordoned, tainted or not Ready has no room, however big they are. With no such
     node every resource is 0 — known to be nothing, not unknown."""
+    requested = Requested()
+    for pod in pods:
+        requested.change(None, pod)
+    return _room_of(nodes, requested.on)
+
+
+def _room_of(nodes: list[Obj], on: dict[str, NodeRequests]) -> dict[str, Any]:
     ready = [n for n in nodes if _node_ready(n)]
     open_ = [n for n in ready if schedulable(n)]
     names = {n.get("metadata", {}).get("name") for n in open_}
@@ -121,8 +125,49 @@ def room(nodes: list[Obj], pods: list[Obj]) -> dict[str, Any]:
         "schedulableNodes": len(open_),
         "capacity": _total(n.get("status", {}).get("capacity", {}) for n in ready),
         "allocatable": _total(n.get("status", {}).get("allocatable", {}) for n in open_),
-        "requested": _requested([p for p in pods if p.get("spec", {}).get("nodeName") in names]),
+        "requested": _requested([on[name] for name in names if name in on]),
     }
+
+
+@dataclass
+class NodeRequests:
+    """What the scheduled pods on one node request: cpu and memory summed, and how many."""
+
+    pods: int = 0
+    sums: dict[str, Fraction] = field(default_factory=dict)
+    like: dict[str, str] = field(default_factory=dict)  # a quantity as written, for its format
+
+
+class Requested:
+    """Running pods' requests summed per node, kept as pods come, change and go: a pod's old
+    contribution is taken off, its new one added."""
+
+    def __init__(self) -> None:
+        self.on: dict[str, NodeRequests] = {}
+
+    def change(self, old: Obj | None, new: Obj | None) -> None:
+        if old is not None:
+            self._add(old, -1)
+        if new is not None:
+            self._add(new, 1)
+
+    def _add(self, pod: Obj, sign: int) -> None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            return
+        requests = [
+            (name, text, parse_quantity(text))
+            for container in pod["spec"].get("containers") or []
+            for name, text in ((container.get("resources") or {}).get("requests") or {}).items()
+            if name in ("cpu", "memory")
+        ]  # parsed first: a quantity that does not parse changes nothing
+        here = self.on.setdefault(node, NodeRequests())
+        here.pods += sign
+        for name, text, value in requests:
+            here.sums[name] = here.sums.get(name, Fraction(0)) + sign * value
+            here.like.setdefault(name, text)
+        if here.pods <= 0:
+            del self.on[node]
 
 
 def schedulable(node: Obj) -> bool:
@@ -272,13 +317,16 @@ def _total(lists: Iterable[dict[str, str]]) -> dict[str, str]:
     return {**dict.fromkeys(SUMMED, "0"), **_sum(lists)}
 
 
-def _requested(pods: list[Obj]) -> dict[str, str]:
-    """cpu/memory requested by scheduled pods, and how many pods are there (`_total`)."""
-    requests: list[dict[str, str]] = []
-    scheduled = [p for p in pods if p.get("spec", {}).get("nodeName")]
-    for pod in scheduled:
-        for container in pod["spec"].get("containers", []):
-            requests.append(container.get("resources", {}).get("requests", {}))
-    summed = _total(requests)
-    summed["pods"] = str(len(scheduled))
+def _requested(nodes: list[NodeRequests]) -> dict[str, str]:
+    """cpu/memory requested by the scheduled pods on `nodes`, and how many pods are there,
+    each said even when 0 (`_total`)."""
+    totals: dict[str, Fraction] = {}
+    like: dict[str, str] = {}
+    for node in nodes:
+        for name, value in node.sums.items():
+            totals[name] = totals.get(name, Fraction(0)) + value
+            like.setdefault(name, node.like[name])
+    summed = dict.fromkeys(SUMMED, "0")
+    summed.update({name: format_quantity(totals[name], like[name]) for name in sorted(totals)})
+    summed["pods"] = str(sum(node.pods for node in nodes))
     return summed

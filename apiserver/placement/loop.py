@@ -141,10 +141,12 @@ class PlacementLoop:
         self._locations_seen: dict[str, Any] = {}  # name -> what decisions read of it
         self.uses: dict[Key, set[Key]] = {}  # workload -> dependencies it uses
         self.load = Load()  # replicas per location over every workload: ties go to the least
-        # Workloads with replicas stuck for want of room, or not placed as asked (a move held
-        # back for want of room): room freed anywhere is a reason to look again (they wait
-        # for it rather than move to a location just as full).
-        self._short: set[Key] = set()
+        # Objects whose last decision can change with room in a location: not placed (a
+        # Single picks the roomiest), replicas stuck for want of room or not placed as asked
+        # (a move held back for want of room: they wait for room rather than move to a
+        # location just as full), or weighed by capacity. Kept as each is decided, so a
+        # Location's room changing looks at these, not at every object.
+        self._room_keys: set[Key] = set()
         cache.subscribe(self._on_object)
         cache.namespaces.subscribe(self._on_namespace)
         cache.locations.subscribe(self._on_location)
@@ -230,30 +232,13 @@ class PlacementLoop:
         if not changed <= LOCATION_ROOM:
             self._enqueue_all(kinds)
             return
-        for kind in kinds:
-            for key in self.cache.list_keys(kind):
-                if self._weighs_room(key):
-                    self.queue.add_debounced(key, 1.0)
+        for key in list(self._room_keys):
+            self.queue.add_debounced(key, 1.0)
 
     async def _on_policy(self, _: str, __: Obj, ___: Obj | None) -> None:
         """A PlacementPolicy came, changed or went: what it allows may have changed anywhere
         (its namespace selector too). Policies change rarely; everything is looked at."""
         self._enqueue_all([k for k in self.cache.kinds if k not in DEPENDENCIES])
-
-    def _weighs_room(self, key: Key) -> bool:
-        """Can room in a location change this object's placement? Only while it is not placed
-        yet (a Single picks the roomiest), while replicas of it wait for room or could not be
-        placed as asked (a move held back for want of room), or when its strategy weighs by
-        capacity."""
-        obj = self.cache.get(key)
-        if obj is None:
-            return False
-        if not read_placement(obj) or key in self._short:
-            return True
-        own = (obj["metadata"].get("annotations") or {}).get(STRATEGY) or ""
-        ns = self.cache.namespace(key.namespace)
-        inherited = (ns["metadata"].get("annotations") or {}).get(STRATEGY) or ""
-        return "capacity" in own or "capacity" in inherited
 
     def _enqueue_all(self, kinds: Iterable[str] | None = None) -> None:
         for kind in list(kinds if kinds is not None else self.cache.kinds):
@@ -280,7 +265,7 @@ class PlacementLoop:
         if cached is None or info is None:
             self._forget_uses(key)
             self.load.note(key, {})
-            self._short.discard(key)
+            self._room_keys.discard(key)
             self._warned.pop(key, None)
             self._held.pop(key, None)
             self._unwritten.discard(key)
@@ -344,10 +329,18 @@ class PlacementLoop:
             denied=self._denied(key.namespace, candidates),
             load=self.load.besides(key) if key.kind in WORKLOADS else None,
         )
-        if missing or decision.unplaceable:
-            self._short.add(key)  # room appearing anywhere may change this: look again then
+        own = annotations.get(STRATEGY) or ""
+        inherited = (ns["metadata"].get("annotations") or {}).get(STRATEGY) or ""
+        if (
+            missing
+            or decision.unplaceable
+            or not decision.placement
+            or "capacity" in own
+            or "capacity" in inherited
+        ):
+            self._room_keys.add(key)  # room changing anywhere may change this: look again then
         else:
-            self._short.discard(key)
+            self._room_keys.discard(key)
         if key.kind in WORKLOADS:
             self.load.note(key, decision.placement)
         self._hold(key, missing, current, decision.placement, now)
