@@ -354,7 +354,12 @@ def main(argv: list[str]) -> None:
         from bench import scale
 
         print(f"bench: scale, {args.scale} Deployments…", file=sys.stderr, flush=True)
-        rows.extend(scale.measure(args.scale))
+        try:
+            rows.extend(scale.measure(args.scale))
+        except Exception as err:  # an hour in: the figures measured before it are kept
+            print(f"bench: scale failed: {err}", file=sys.stderr, flush=True)
+            failed = {"benchmark": "scale", "figure": "failed", "value": str(err)}
+            rows.append({**failed, "baseline": None, "ratio": None})
     report = {**environment(), "quick": args.quick, "summary": summary(rows, args.quick)}
     report["rows"] = [{k: v for k, v in r.items() if not k.endswith("samples")} for r in rows]
     RESULTS.mkdir(exist_ok=True)

@@ -36,12 +36,19 @@ def ready(location: dict[str, Any]) -> dict[str, Any]:
 
 def wait_children_ready(hub: Kubectl) -> None:
     """An earlier test may have just restarted a child: its apiserver answers a few seconds
-    before its /readyz does, and the next probe after that says Ready."""
+    before its /readyz does, and the next probe after that says Ready. Or it has just
+    uncordoned a child's nodes: the next probe after that counts them again."""
+
+    def settled(loc: dict[str, Any]) -> bool:
+        status = loc.get("status") or {}
+        return (
+            ready(loc).get("status") == "True"
+            and status.get("schedulableNodes") == bed.NODES_PER_CHILD
+        )
+
     wait_until(
-        "every child Ready",
-        lambda: all(
-            ready(hub.json("get", "location", child)).get("status") == "True" for child in CHILDREN
-        ),
+        "every child Ready with every node open",
+        lambda: all(settled(hub.json("get", "location", child)) for child in CHILDREN),
         timeout=60,
     )
 
