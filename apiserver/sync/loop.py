@@ -174,6 +174,10 @@ class SyncLoop:
         # has that annotation; then the hub's annotation says it (or, if the write failed,
         # the placement loop takes it back, and the children converge to what the hub says).
         self._handed: dict[Key, tuple[str, dict[str, int | None]]] = {}
+        # Whether a move was announced (Moving) and not yet ended (Moved), while the hub's
+        # status does not say so yet: a move can start, or even end, while its placement is
+        # still on its way to the hub, when no status is folded.
+        self._moving: dict[Key, bool] = {}
         self._ready_seen: dict[str, Any] = {}  # location -> its Ready condition as last seen
         # Child writes still going on in the background, and each location's lane.
         self._inflight: dict[tuple[Key, str], asyncio.Task[bool]] = {}
@@ -350,6 +354,7 @@ class SyncLoop:
         info, cached = self.cache.kinds.get(key.kind), self.cache.get(key)
         if info is None or cached is None:
             self._handed.pop(key, None)
+            self._moving.pop(key, None)
             await self._delete_orphans(key)
             return
         hub = {"kind": info.kind, "apiVersion": info.api_version, **cached}  # cached: read-only
@@ -374,8 +379,10 @@ class SyncLoop:
         )
         for location in sorted(deletable):
             await self._bounded(key, location, self._delete_child(key, info, hub, location))
-        if info.key in WORKLOADS and not handed:
-            # (A handed-over placement is folded when the hub has it, a moment later.)
+        if info.key in WORKLOADS and handed:
+            # Folded when the hub has the placement, a moment later; the move shows now.
+            self._show_move(key, hub, None, waiting)
+        elif info.key in WORKLOADS:
             await self._fold(key, info, hub, children, placement, stale, waiting)
         failed = [loc for loc, ok in zip(sorted(shares), applied, strict=True) if not ok]
         if failed:
@@ -605,7 +612,7 @@ class SyncLoop:
             applied,
             _now(),
         )
-        self._show_move(hub, status, waiting)
+        self._show_move(key, hub, status, waiting)
         current = hub.get("status") or {}
         if not _differs(current, status):
             return
@@ -624,27 +631,37 @@ class SyncLoop:
         await self.hub.apply(path, status_body(hub, info.kind, status), MANAGER)
         self._folded[key] = time.monotonic()
 
-    def _show_move(self, hub: Obj, status: dict[str, Any], waiting: tuple[str, ...]) -> None:
-        """A handover in progress shows as Synced=False/Moving with what it waits for, and as
-        Events when it starts and ends (derived from the hub's status: a restart loses none)."""
+    def _show_move(
+        self, key: Key, hub: Obj, status: dict[str, Any] | None, waiting: tuple[str, ...]
+    ) -> None:
+        """A handover in progress shows as Synced=False/Moving with what it waits for (in
+        `status`, when one is folded), and as Events when it starts and ends. Whether one is
+        going on is what the hub's status says (a restart loses none), unless this process
+        saw it start or end since."""
         before: dict[str, Any] = next(
             (c for c in (hub.get("status") or {}).get("conditions", []) if c["type"] == SYNCED),
             {},
         )
-        was_moving = before.get("reason") == "Moving"
+        said = before.get("reason") == "Moving"
+        was_moving = self._moving.get(key, said)
         if waiting:
-            for condition in status.get("conditions", []):
+            for condition in (status or {}).get("conditions", []):
                 if condition["type"] == SYNCED:
                     condition.update(
                         status="False", reason="Moving", message="moving: " + "; ".join(waiting)
                     )
-                    if not was_moving:
+                    if not said:
                         condition["lastTransitionTime"] = _now()
             if not was_moving:
                 self.events.post(hub, "Normal", "Moving", "moving: " + "; ".join(waiting))
         elif was_moving:
             message = "handover done: " + _placement_text(read_placement(hub))
             self.events.post(hub, "Normal", "Moved", message)
+        moving = bool(waiting)
+        if moving == said:
+            self._moving.pop(key, None)  # the hub's status says it
+        else:
+            self._moving[key] = moving
 
     async def _clean_up(self, key: Key, info: Kind, hub: Obj, children: dict[str, Obj]) -> None:
         """The hub object is going: its children go first, then our finalizer."""
