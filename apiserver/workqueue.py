@@ -25,8 +25,13 @@ from typing import Generic, TypeVar
 from apiserver import metrics
 from apiserver.kube.client import ApiError
 from apiserver.kube.informer import Backoff
+from apiserver.leader import NotLeading
 
 K = TypeVar("K", bound=Hashable)
+
+# A key refused because we stopped leading waits this long before it is taken up again (the
+# worker then waits to lead): long enough not to spin while a lapse is being noticed.
+NOT_LEADING_RETRY = 0.5
 
 
 class RetryBudget:
@@ -173,11 +178,17 @@ class WorkQueue(Generic[K]):
         log = logging.getLogger(name)
         while True:
             key = await self._get()
-            failed = False
+            failed, outcome = False, "success"
             try:
                 await reconcile(key)
             except asyncio.CancelledError:
                 raise
+            except NotLeading as err:
+                # Leadership lapsed (a slow lease renewal): no fault of the key's, so no
+                # backoff and no retry budget spent; it is taken up again once we lead.
+                log.info("%s: %s; again when leading", key, err)
+                outcome = "not_leading"
+                self.add_after(key, NOT_LEADING_RETRY)
             except ApiError as err:
                 # A stale view (409) or an object gone meanwhile (404) is the normal life of a
                 # level-based reconciler: try again, quietly.
@@ -189,4 +200,4 @@ class WorkQueue(Generic[K]):
                 failed = True
             finally:
                 self._done(key, failed)
-                self.metrics.outcome("error" if failed else "success")
+                self.metrics.outcome("error" if failed else outcome)

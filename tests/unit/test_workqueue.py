@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
-from apiserver.workqueue import RetryBudget, WorkQueue
+from apiserver.leader import NotLeading
+from apiserver.workqueue import NOT_LEADING_RETRY, RetryBudget, WorkQueue
 
 
 async def test_a_key_added_many_times_is_worked_once() -> None:
@@ -68,6 +70,27 @@ async def test_a_failing_key_comes_back_after_a_backoff() -> None:
     worker.cancel()
     assert len(attempts) == 3
     assert attempts[1] - attempts[0] >= 0.1 and attempts[2] - attempts[1] >= 0.2
+
+
+async def test_a_lapse_of_leadership_is_no_failure_of_the_key() -> None:
+    # A budget of one retry a minute: a lapse that spent it would hold the key for a minute.
+    queue: WorkQueue[str] = WorkQueue(retry_rate=1 / 60, retry_burst=1)
+    attempts: list[float] = []
+    done = asyncio.Event()
+
+    async def reconcile(key: str) -> None:
+        attempts.append(asyncio.get_running_loop().time())
+        if len(attempts) < 4:
+            raise NotLeading.now("me", "its lease is not renewed; writing nothing")
+        done.set()
+
+    queue.add("k")
+    worker = asyncio.create_task(queue.work(reconcile, "test"))
+    await asyncio.wait_for(done.wait(), 20)
+    worker.cancel()
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
+    assert all(NOT_LEADING_RETRY * 0.9 <= gap < 5 for gap in gaps), gaps  # no growing backoff
+    assert "k" not in queue._backoff
 
 
 async def test_first_attempts_are_never_throttled_by_the_retry_budget() -> None:
