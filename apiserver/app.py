@@ -105,7 +105,11 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
         app[HUB] = Kube(session, creds, "hub", agent=user_agent(me))
         # Without election this process always leads; with it, the loops' writes (to the hub
         # and to every child) leave only while this replica's lease is renewed.
-        leadership = Leadership(app[HUB], me) if options.leader_elect else Leadership.solo(me)
+        leadership = (
+            Leadership(app[HUB], me, options.leader_timing)
+            if options.leader_elect
+            else Leadership.solo(me)
+        )
         app[LEADERSHIP] = leadership
         app[FLEET] = Fleet(app[HUB], session, agent=user_agent(me), guard=leadership.check)
         yield

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from apiserver.leader import Timing
 from apiserver.readlimit import WAITS_PER_READ
 
 
@@ -43,8 +44,19 @@ class Options:
     child_authz_denied_ttl: float
     workers: int
     leader_elect: bool
+    leader_elect_lease_duration: float
+    leader_elect_renew_deadline: float
+    leader_elect_retry_period: float
     cert_check_interval: float
     log_level: str
+
+    @property
+    def leader_timing(self) -> Timing:
+        return Timing(
+            lease=self.leader_elect_lease_duration,
+            renew_deadline=self.leader_elect_renew_deadline,
+            retry=self.leader_elect_retry_period,
+        )
 
     @property
     def serving_hosts(self) -> tuple[str, ...]:
@@ -169,6 +181,27 @@ def parser() -> argparse.ArgumentParser:
         help="run the loops only while holding the kmc-system/kmc-apiserver Lease",
     )
     p.add_argument(
+        "--leader-elect-lease-duration",
+        type=float,
+        default=15.0,
+        help="seconds another replica waits, after it last saw the Lease renewed, before it "
+        "takes it",
+    )
+    p.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        default=10.0,
+        help="seconds the leader keeps acting after its last renewal began; past that it stops "
+        "writing until it renews (less than --leader-elect-lease-duration)",
+    )
+    p.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        default=2.0,
+        help="seconds between attempts to take or renew the Lease (less than "
+        "--leader-elect-renew-deadline)",
+    )
+    p.add_argument(
         "--cert-check-interval",
         type=float,
         default=60.0,
@@ -217,3 +250,20 @@ def validate(options: Options) -> None:
         raise OptionsError("--workers must be at least 1")
     if options.grace_period < 0 or options.cooldown < 0 or options.capacity_hold < 0:
         raise OptionsError("--grace-period, --cooldown and --capacity-hold cannot be negative")
+    lease, renew, retry = (
+        options.leader_elect_lease_duration,
+        options.leader_elect_renew_deadline,
+        options.leader_elect_retry_period,
+    )
+    if not 0 < retry < renew < lease:
+        # client-go's rule: a leader must stop before another may start, and try to renew
+        # more than once before it must stop.
+        raise OptionsError(
+            f"--leader-elect-retry-period ({retry:g}s) < --leader-elect-renew-deadline "
+            f"({renew:g}s) < --leader-elect-lease-duration ({lease:g}s) must hold, all positive"
+        )
+    if lease != int(lease):
+        raise OptionsError(
+            f"--leader-elect-lease-duration {lease:g}: whole seconds only (the Lease records "
+            "leaseDurationSeconds)"
+        )
