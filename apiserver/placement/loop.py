@@ -329,14 +329,11 @@ class PlacementLoop:
             denied=self._denied(key.namespace, candidates),
             load=self.load.besides(key) if key.kind in WORKLOADS else None,
         )
-        own = annotations.get(STRATEGY) or ""
-        inherited = (ns["metadata"].get("annotations") or {}).get(STRATEGY) or ""
         if (
             missing
             or decision.unplaceable
             or not decision.placement
-            or "capacity" in own
-            or "capacity" in inherited
+            or strategy.weights == "capacity"
         ):
             self._room_keys.add(key)  # room changing anywhere may change this: look again then
         else:

@@ -487,6 +487,18 @@ def test_capacity_weights_follow_free_cpu(
     placement = wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
     assert sum(v or 0 for v in placement.values()) == 7
     assert (placement["us-east"] or 0) < min(placement["us-west"] or 0, placement["eu-west"] or 0)
+    # The hog goes: us-east's room comes back, and with it its share (about 24:24:24 now),
+    # though nothing about the Deployment changed.
+    kubectl["us-east"].run("delete", "deployment", "hog", "-n", namespace, "--wait=true")
+    placement = wait_placement(
+        hub,
+        "deployment",
+        "web",
+        namespace,
+        lambda p: (p.get("us-east") or 0) >= min(p.get("us-west") or 0, p.get("eu-west") or 0),
+        timeout=90,
+    )
+    assert sum(v or 0 for v in placement.values()) == 7
 
 
 def test_pods_a_location_cannot_schedule_go_elsewhere_and_stay_away(
