@@ -1,7 +1,5 @@
 """Unit tests are pure: no timing deadlines, and no kubeconfig from the shell that runs them."""
 
-from collections.abc import Iterator
-
 import pytest
 from hypothesis import settings
 
@@ -11,8 +9,7 @@ settings.load_profile("kmc")
 
 
 @pytest.fixture(autouse=True)
-def _no_kubeconfig_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _no_kubeconfig_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
     """kmc-apiserver's flags default to $KUBECONFIG: one left in the shell (the bed's, after
     the bed went down) must not decide a unit test. Tests that want one set it themselves."""
     monkeypatch.delenv("KUBECONFIG", raising=False)
-    yield
