@@ -16,15 +16,13 @@ from typing import Any
 from aiohttp import web
 
 from apiserver.api.errors import bad_request
-from apiserver.hubcache import HubCache
-from apiserver.keys import HUB_CACHE
-from apiserver.placement.loop import STRATEGY
+from apiserver.contract import STRATEGY
+from apiserver.hubcache import HUB_CACHE, HubCache
+from apiserver.objects import Obj
 from apiserver.placement.policy import denied
 from apiserver.placement.strategy import StrategyError, parse_strategy
 
 PATH = "/admission/strategy"
-
-Obj = dict[str, Any]
 
 
 def add_routes(app: web.Application) -> None:

@@ -1,6 +1,6 @@
 """One cache of the hub, shared by every loop and view (client-go's SharedInformerFactory).
 
-One informer per hub resource: every kind of `kinds.BUILTIN`, the kind of every established
+One informer per hub resource: every kind of `kinds.PLACED`, the kind of every established
 namespaced CRD (its objects are placed when they carry a strategy), Namespaces, Locations,
 PlacementPolicies and CRDs. Objects are handed out as cached and are read-only; whoever must
 change one copies it. Loops subscribe to changes; nobody reaches into another loop for hub objects.
@@ -13,8 +13,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 
+from aiohttp import web
+
 from apiserver import metrics
-from apiserver.kinds import BUILTIN, Key, Kind
+from apiserver.kinds import PLACED, Key, Kind, of_crd
 from apiserver.kube.client import Kube, Obj
 from apiserver.kube.informer import Informer
 from apiserver.locations import model
@@ -42,7 +44,7 @@ class _Probe:
 class HubCache:
     def __init__(self, hub: Kube) -> None:
         self.hub = hub
-        self.kinds: dict[str, Kind] = dict(BUILTIN)
+        self.kinds: dict[str, Kind] = dict(PLACED)
         self.objects: dict[str, Informer] = {
             key: self._informer(key, kind) for key, kind in self.kinds.items()
         }
@@ -193,7 +195,7 @@ class HubCache:
 
     async def _on_crd(self, event: str, crd: Obj, _: Obj | None) -> None:
         """Objects of a namespaced CRD are placed when they carry a strategy: watch them."""
-        kind = Kind.of_crd(crd)
+        kind = of_crd(crd)
         if kind is None:
             return
         established = any(
@@ -223,3 +225,6 @@ class HubCache:
     def _tell(self, kind: str) -> None:
         for listener in self.kind_listeners:
             listener(kind)
+
+
+HUB_CACHE = web.AppKey("hub_cache", HubCache)

@@ -35,6 +35,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from aiohttp import web
+
 from apiserver.kube.client import ApiError, Kube, Obj
 
 log = logging.getLogger(__name__)
@@ -297,3 +299,6 @@ def _now() -> datetime.datetime:
 
 def _micro(at: datetime.datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+LEADERSHIP = web.AppKey("leadership", Leadership)

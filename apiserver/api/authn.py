@@ -461,3 +461,7 @@ class FrontProxyWatch:
                 "set --requestheader-allowed-names on the hub's kube-apiserver",
                 CONFIGMAP,
             )
+
+
+AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
+FRONT_PROXY = web.AppKey("front_proxy", FrontProxyWatch)

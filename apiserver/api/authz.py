@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from aiohttp import web
+
 from apiserver.api.authn import UserInfo
 from apiserver.kube.client import ApiError, Obj
 
@@ -256,3 +258,6 @@ def _forbidden_message(user: UserInfo, attrs: AnyAttributes) -> str:
 def _quote(text: str) -> str:
     """Go's %q for the printable strings Kubernetes names are."""
     return json.dumps(text, ensure_ascii=False)
+
+
+AUTHORIZER = web.AppKey("authorizer", Authorizer)

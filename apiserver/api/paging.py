@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from apiserver.api import errors, requestinfo
+from apiserver.contract import LOCATION
 from apiserver.kube.client import Obj
 
-LOCATION_ANNOTATION = "kmc.dev/location"
 TOKEN_VERSION = 1
 
 Key = tuple[str, str, str]
@@ -40,7 +40,7 @@ def sort_key(obj: Obj) -> Key:
     return (
         str(metadata.get("namespace") or ""),
         str(metadata.get("name") or ""),
-        str(annotations.get(LOCATION_ANNOTATION) or ""),
+        str(annotations.get(LOCATION) or ""),
     )
 
 

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from apiserver.imports.negotiate import Decision
 
 GROUP_PATH = f"/apis/{API_VERSION}/apiimports"
-IMPORTED = "kmc.dev/imported"  # label on hub CRDs kmc-apiserver created from an import
 
 
 class _Model(BaseModel):

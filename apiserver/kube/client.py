@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import aiohttp
 import msgspec
+from aiohttp import web
 from multidict import CIMultiDict
 
 from apiserver import metrics
@@ -452,3 +453,6 @@ def _what_failed(err: BaseException) -> str:
             return "connection refused"
         return err.os_error.strerror or str(err.os_error)
     return str(err) or type(err).__name__
+
+
+HUB = web.AppKey("hub", Kube)  # the hub, as kmc-apiserver talks to it

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
@@ -118,3 +119,6 @@ class Fleet:
             log.info("token of %s/%s not renewed now: %s", who[0], who[1], err)
             return
         log.info("renewed the token of %s/%s for location %s", *who, location.name)
+
+
+FLEET = web.AppKey("fleet", Fleet)

@@ -17,9 +17,14 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from apiserver.kinds import PLACED
+
 Owner = tuple[str, str, str]  # (kind, namespace, name) of the workload in the child
 
-_DIRECT = frozenset({"Job", "StatefulSet", "DaemonSet", "ReplicaSet"})
+# Owners a pod names as its controller, and the workloads whose pods name an intermediary
+# (a Deployment's pods name its ReplicaSet, whose name ends in their pod-template-hash).
+_DIRECT = frozenset(k.kind for k in PLACED.values() if k.owns_pods)
+_VIA = {k.pods_via: k.kind for k in PLACED.values() if k.pods_via}
 
 
 def owner_of(pod: Mapping[str, Any]) -> Owner | None:
@@ -31,8 +36,8 @@ def owner_of(pod: Mapping[str, Any]) -> Owner | None:
             continue
         kind, name = ref["kind"], ref.get("name", "")
         pod_hash = (meta.get("labels") or {}).get("pod-template-hash")
-        if kind == "ReplicaSet" and pod_hash and name.endswith(f"-{pod_hash}"):
-            return ("Deployment", namespace, name[: -len(pod_hash) - 1])
+        if kind in _VIA and pod_hash and name.endswith(f"-{pod_hash}"):
+            return (_VIA[kind], namespace, name[: -len(pod_hash) - 1])
         return (kind, namespace, name)
     return None
 

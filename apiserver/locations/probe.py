@@ -16,7 +16,7 @@ from apiserver.imports.negotiate import digest
 from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
 from apiserver.kube.informer import Informer
 from apiserver.locations.pending import Owner, Unschedulable
-from apiserver.placement.quantity import format_quantity, parse_quantity
+from apiserver.quantity import format_quantity, parse_quantity
 
 DISCOVERY_V2 = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"

@@ -19,14 +19,15 @@ from typing import Any
 
 import yaml
 
-ANNOTATION = "kmc.dev/service-account"
+from apiserver.contract import SERVICE_ACCOUNT
+
 TOKEN_SECONDS = 24 * 3600
 LEFT = 1 / 3  # renew when this share of the token's lifetime is left
 
 
 def account(secret: dict[str, Any]) -> tuple[str, str] | None:
     """(namespace, name) of the ServiceAccount whose token the Secret holds, if it says so."""
-    value = ((secret.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION, "")
+    value = ((secret.get("metadata") or {}).get("annotations") or {}).get(SERVICE_ACCOUNT, "")
     namespace, _, name = str(value).partition("/")
     return (namespace, name) if namespace and name else None
 

@@ -28,25 +28,9 @@ _VOLUME_SECRET_REFS = (
     ("csi", "nodePublishSecretRef"),
 )
 
-# Where the pod template lives, per kind.
-_POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
-    "Pod": ("spec",),
-    "PodTemplate": ("template", "spec"),
-    "Deployment": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "ReplicationController": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
 
-
-def pod_spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The pod spec inside a workload (or a Pod's own spec); None for other kinds or if absent."""
-    path = _POD_SPEC_PATHS.get(str(obj.get("kind")))
-    if path is None:
-        return None
+def pod_spec_at(obj: Mapping[str, Any], path: Iterable[str]) -> Mapping[str, Any] | None:
+    """The mapping at `path` inside `obj` (a workload's pod spec); None if absent."""
     node: object = obj
     for key in path:
         node = node.get(key) if isinstance(node, Mapping) else None

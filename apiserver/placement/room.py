@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from apiserver.placement.quantity import parse_quantity
+from apiserver.quantity import parse_quantity
 
 
 class Ask(NamedTuple):
@@ -35,10 +35,10 @@ class Free(NamedTuple):
     pods: int
 
 
-def ask_of(obj: Mapping[str, Any]) -> Ask:
-    """One replica's requests, as the scheduler counts them: the larger of the containers'
-    sum and the largest init container, per resource."""
-    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+def ask_of(spec: Mapping[str, Any] | None) -> Ask:
+    """One replica's requests (`spec`: its pod spec), as the scheduler counts them: the larger
+    of the containers' sum and the largest init container, per resource."""
+    spec = spec or {}
 
     def requests(container: Mapping[str, Any]) -> tuple[int, int]:
         asked = (container.get("resources") or {}).get("requests") or {}

@@ -22,8 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.placement.dependencies import pod_spec_of
-
 HUB_PREFIX = "location.kmc.dev/"
 NAME_KEY = HUB_PREFIX + "name"
 
@@ -53,11 +51,10 @@ def is_hub_only(key: str) -> bool:
 
 
 def steering(
-    obj: Mapping[str, Any], labels_of: Callable[[], Mapping[str, Mapping[str, str]]]
+    spec: Mapping[str, Any] | None, labels_of: Callable[[], Mapping[str, Mapping[str, str]]]
 ) -> Steering:
-    """Read the pod template of `obj` against the locations `labels_of()` gives (name ->
+    """Read a pod template's `spec` against the locations `labels_of()` gives (name ->
     labels), asked only of a template that says something about nodes."""
-    spec = pod_spec_of(obj)
     if not spec:
         return NOTHING
     affinity = _mapping(_mapping(spec.get("affinity")).get("nodeAffinity"))

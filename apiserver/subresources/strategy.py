@@ -14,11 +14,14 @@ from pydantic import ValidationError
 
 from apiserver.api import errors
 from apiserver.api.table import Column
-from apiserver.placement.loop import Explanation
+from apiserver.contract import MC_GROUP, VERSION
+from apiserver.loops.placement.deciding import Explanation
+from apiserver.objects import Obj
 from apiserver.placement.strategy import Strategy, validation_problems
-from apiserver.views import API_VERSION, GROUP, metadata_of
+from apiserver.subresources.meta import metadata_of
 
-Obj = dict[str, Any]
+GROUP = MC_GROUP
+API_VERSION = f"{MC_GROUP}/{VERSION}"
 
 COLUMNS = (
     Column("Location", format="name", description="The location (a Location on the hub)."),

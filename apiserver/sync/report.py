@@ -13,13 +13,6 @@ from typing import Any, TypedDict
 
 from apiserver.placement.engine import INCOMPATIBLE, Verdict
 
-# Fields that say how many pods are ready and available, per kind.
-_COUNTS = {
-    "DaemonSet": ("numberReady", "numberAvailable"),
-    "Job": ("ready", "succeeded"),
-}
-_DEFAULT_COUNTS = ("readyReplicas", "availableReplicas")
-
 
 class LocationState(TypedDict):
     location: str
@@ -33,21 +26,22 @@ class LocationState(TypedDict):
 
 def location_states(
     hub: Mapping[str, Any],
-    kind: str,
+    counts: tuple[str, str],
     placement: Mapping[str, int | None],
     children: Mapping[str, Mapping[str, Any]],
     applied: Mapping[str, tuple[int, int]],
     stale: Mapping[str, str],
     verdicts: Sequence[Verdict] = (),
 ) -> list[LocationState]:
-    """A row for every location the object is placed in or still has a child in."""
+    """A row for every location the object is placed in or still has a child in. `counts`
+    names the status fields that say how many pods are ready and available (the kind's)."""
     generation = int(hub.get("metadata", {}).get("generation", 0))
     by_location = {v.location: v for v in verdicts}
+    ready_field, available_field = counts
     rows: list[LocationState] = []
     for location in sorted(set(placement) | set(children)):
         child = children.get(location)
         status = (child or {}).get("status") or {}
-        ready_field, available_field = _COUNTS.get(kind, _DEFAULT_COUNTS)
         synced = _synced_generation(child, applied.get(location))
         state, message = _state(
             location,

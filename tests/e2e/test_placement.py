@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from apiserver.placement.quantity import parse_quantity
+from apiserver.quantity import parse_quantity
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl, run_testbed

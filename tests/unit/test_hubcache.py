@@ -10,11 +10,11 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
+from apiserver.contract import only_status_changed
 from apiserver.hubcache import CRDS, HubCache
 from apiserver.kinds import Key
 from apiserver.kube.client import Kube, Obj
 from apiserver.kube.informer import SETTLE_CAP, TRAIL_FACTOR, TRAIL_WINDOW
-from apiserver.placement.loop import only_status_changed
 
 
 def obj(name: str, version: int, **fields: Any) -> Obj:

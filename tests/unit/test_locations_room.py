@@ -11,8 +11,8 @@ from typing import Any, cast
 
 from apiserver.kube.client import Kube, Obj
 from apiserver.locations.probe import Watched, room, schedulable
+from apiserver.loops.placement.deciding import _free
 from apiserver.placement.engine import Resources
-from apiserver.placement.loop import _free
 
 
 def node(

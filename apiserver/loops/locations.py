@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from aiohttp import web
+
+from apiserver.contract import now
 from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
 from apiserver.kube.informer import Backoff, Informer
+from apiserver.leader import Leadership
 from apiserver.locations import model
 from apiserver.locations.fleet import CredentialsError, Fleet
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.locations.probe import Watched, probe
+from apiserver.signals import Signal
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +47,11 @@ class LocationLoop:
         hub: Kube,
         locations: Informer,
         fleet: Fleet,
+        leadership: Leadership,
         settings: Settings = Settings(),
-        leading: asyncio.Event | None = None,
     ) -> None:
         self.hub = hub
-        self.leading = leading
+        self.leadership = leadership
         self.fleet = fleet
         self.settings = settings
         self.informer = locations  # the hub cache's
@@ -54,7 +59,7 @@ class LocationLoop:
         self._probers: dict[str, tuple[str, asyncio.Task[None]]] = {}
         self._watched: dict[str, Watched] = {}
         # Told (location, owner) when a workload's count of unschedulable pods changes there.
-        self.stuck_listeners: list[Callable[[str, Owner], None]] = []
+        self.stuck: Signal[[str, Owner]] = Signal("stuck pods")
 
     def unschedulable(self, name: str) -> Unschedulable | None:
         """The unschedulable pods of a location, while its pod watch runs."""
@@ -69,11 +74,7 @@ class LocationLoop:
         return watched.crds.items()
 
     def _stuck(self, name: str) -> Callable[[Owner], None]:
-        def tell(owner: Owner) -> None:
-            for listener in self.stuck_listeners:
-                listener(name, owner)
-
-        return tell
+        return functools.partial(self.stuck.emit, name)
 
     async def run(self) -> None:
         """Probers come and go with the Locations the hub cache sees; this waits until the
@@ -152,7 +153,7 @@ class LocationLoop:
         last_written: tuple[Any, float] | None,
     ) -> tuple[Any, float] | None:
         """Write status when it changed, or once `refresh` has passed; returns what was."""
-        if self.leading is not None and not self.leading.is_set():
+        if not self.leadership.leading.is_set():
             return None  # the leader writes; followers only keep their caches warm
         status = _with_ready(location, fields)
         _log_transition(name, location.status, status)
@@ -228,12 +229,12 @@ def _with_ready(location: model.Location, fields: dict[str, Any]) -> dict[str, A
     it answers, and the cooldown is there to damp flapping, not to delay a new location."""
     previous = location.status
     status, reason, message = fields.pop("_ready")
-    now = _now()
+    moment = now()
     old = previous.condition("Ready")
     if old is None and status == "True":
-        since = location.metadata.get("creationTimestamp") or now
+        since = location.metadata.get("creationTimestamp") or moment
     else:
-        since = old.last_transition_time if old and old.status == status else now
+        since = old.last_transition_time if old and old.status == status else moment
     ready = {
         "type": "Ready",
         "status": status,
@@ -243,8 +244,7 @@ def _with_ready(location: model.Location, fields: dict[str, Any]) -> dict[str, A
     }
     others = [c.model_dump(by_alias=True, exclude_none=True) for c in previous.conditions]
     conditions = [c for c in others if c["type"] != "Ready"] + [ready]
-    return {**fields, "conditions": conditions, "lastProbeTime": now}
+    return {**fields, "conditions": conditions, "lastProbeTime": moment}
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+LOCATIONS = web.AppKey("locations", LocationLoop)
