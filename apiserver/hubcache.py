@@ -19,7 +19,7 @@ from apiserver import metrics
 from apiserver.kinds import PLACED, Key, Kind, of_crd
 from apiserver.kube.client import Kube, Obj
 from apiserver.kube.informer import Informer
-from apiserver.locations import model
+from apiserver.models import location as model
 from apiserver.placement import policy
 
 log = logging.getLogger(__name__)

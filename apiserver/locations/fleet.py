@@ -21,7 +21,7 @@ from aiohttp import web
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
 from apiserver.locations import renew
-from apiserver.locations.model import Location
+from apiserver.models.location import Location
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,6 @@ from typing import Any, NamedTuple
 
 from apiserver.contract import IMPORTED
 from apiserver.hubcache import CRDS, HubCache
-from apiserver.imports.model import GROUP_PATH, APIImport, LocationVerdict
 from apiserver.imports.negotiate import Decision, State, misfits, negotiate
 from apiserver.imports.schema import canonical
 from apiserver.kinds import Kind, of_crd
@@ -32,7 +31,8 @@ from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube, Obj
 from apiserver.kube.informer import Informer
 from apiserver.leader import Leadership
-from apiserver.locations.model import Location
+from apiserver.models.apiimport import GROUP_PATH, APIImport, LocationVerdict
+from apiserver.models.location import Location
 from apiserver.placement.selector import matches
 from apiserver.signals import Signal
 
@@ -264,7 +264,7 @@ class ImportLoop:
             LocationVerdict(name=n, verdict=v.state.value, digest=v.digest, paths=list(v.paths))
             for n, v in sorted(decision.verdicts.items())
         ]
-        status = record.status_for(rows, hub, owned, decision, error, note.message)
+        status = _status(record, rows, hub, owned, decision, error, note.message)
         before = raw.get("status") or {}
         if canonical(status) == canonical(before):
             return
@@ -311,3 +311,41 @@ def _excluded(hub: Obj | None, decision: Decision) -> dict[str, set[str]]:
     spec = hub["spec"]
     gvks = {f"{spec['group']}/{v['name']}/{spec['names']['kind']}" for v in spec["versions"]}
     return {name: gvks for name, v in decision.verdicts.items() if v.state == State.INCOMPATIBLE}
+
+
+def _status(
+    record: APIImport,
+    rows: list[LocationVerdict],
+    hub: dict[str, Any] | None,
+    owned: bool,
+    decision: Decision,
+    error: str,
+    message: str,
+) -> dict[str, Any]:
+    """The status to write: rows plus the one-line fields the printer columns show."""
+
+    def named(verdict: str) -> str:
+        return ",".join(r.name for r in rows if r.verdict == verdict)
+
+    compatible = sum(r.verdict == "Compatible" for r in rows)
+    if hub is None:
+        crd = "Pending" if decision.spec is not None else "None"
+    else:
+        crd = "Imported" if owned else "User"
+    spec = (hub or {}).get("spec") or decision.spec or {}
+    status: dict[str, Any] = {
+        "hubCRD": crd,
+        "kind": (spec.get("names") or {}).get("kind", ""),
+        "versions": ",".join(decision.versions),
+        "storageVersion": decision.storage or "",
+        "compatible": f"{compatible}/{len(rows)}",
+        "incompatible": named("Incompatible"),
+        "missing": named("Missing"),
+        "locations": [r.model_dump(by_alias=True, mode="json") for r in rows],
+        "observedGeneration": record.metadata.get("generation"),
+    }
+    if error:
+        status["error"] = error
+    if message:
+        status["message"] = message
+    return status

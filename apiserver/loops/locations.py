@@ -23,10 +23,10 @@ from apiserver.contract import now
 from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
 from apiserver.kube.informer import Backoff, Informer
 from apiserver.leader import Leadership
-from apiserver.locations import model
 from apiserver.locations.fleet import CredentialsError, Fleet
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.locations.probe import Watched, probe
+from apiserver.models import location as model
 from apiserver.signals import Signal
 
 log = logging.getLogger(__name__)

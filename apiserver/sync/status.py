@@ -76,8 +76,6 @@ class Rules:
     update_time: bool = False  # its conditions carry lastUpdateTime too
 
 
-
-
 def fold(
     hub: Mapping[str, Any],
     rules: Rules,

@@ -22,8 +22,8 @@ from apiserver.contract import STRATEGY, read_placement
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Kind
 from apiserver.locations.fleet import Fleet
-from apiserver.locations.model import Location
 from apiserver.loops.placement.schemas import SchemaCache
+from apiserver.models.location import Location
 from apiserver.objects import Obj
 from apiserver.placement import engine
 from apiserver.placement.policy import denied

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from apiserver.locations.model import API_VERSION
+from apiserver.models.location import API_VERSION
 from apiserver.placement.strategy import LabelSelector
-
-if TYPE_CHECKING:
-    from apiserver.imports.negotiate import Decision
 
 GROUP_PATH = f"/apis/{API_VERSION}/apiimports"
 
@@ -54,40 +51,3 @@ class APIImport(_Model):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-    def status_for(
-        self,
-        rows: list[LocationVerdict],
-        hub: dict[str, Any] | None,
-        owned: bool,
-        decision: Decision,
-        error: str,
-        message: str,
-    ) -> dict[str, Any]:
-        """The status to write: rows plus the one-line fields the printer columns show."""
-
-        def named(verdict: str) -> str:
-            return ",".join(r.name for r in rows if r.verdict == verdict)
-
-        compatible = sum(r.verdict == "Compatible" for r in rows)
-        if hub is None:
-            crd = "Pending" if decision.spec is not None else "None"
-        else:
-            crd = "Imported" if owned else "User"
-        spec = (hub or {}).get("spec") or decision.spec or {}
-        status: dict[str, Any] = {
-            "hubCRD": crd,
-            "kind": (spec.get("names") or {}).get("kind", ""),
-            "versions": ",".join(decision.versions),
-            "storageVersion": decision.storage or "",
-            "compatible": f"{compatible}/{len(rows)}",
-            "incompatible": named("Incompatible"),
-            "missing": named("Missing"),
-            "locations": [r.model_dump(by_alias=True, mode="json") for r in rows],
-            "observedGeneration": self.metadata.get("generation"),
-        }
-        if error:
-            status["error"] = error
-        if message:
-            status["message"] = message
-        return status
