@@ -17,9 +17,10 @@ from aiohttp import web
 
 from apiserver import metrics
 from apiserver.kinds import PLACED, Key, Kind, of_crd
-from apiserver.kube.client import Kube, Obj
+from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
 from apiserver.models import location as model
+from apiserver.objects import Obj
 from apiserver.placement import policy
 
 log = logging.getLogger(__name__)

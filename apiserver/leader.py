@@ -37,7 +37,8 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import ApiError, Kube
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 

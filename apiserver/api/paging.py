@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 
 from apiserver.api import errors, requestinfo
 from apiserver.contract import LOCATION
-from apiserver.kube.client import Obj
+from apiserver.kube.client import ApiError
+from apiserver.objects import Obj
 
 TOKEN_VERSION = 1
 
@@ -76,7 +77,7 @@ def decode_continue(text: str) -> Continue:
     return Continue(rv, (start[0], start[1], start[2]))
 
 
-def _invalid_continue(why: str) -> errors.StatusError:
+def _invalid_continue(why: str) -> ApiError:
     return errors.bad_request(f"invalid continue token: continue key is not valid: {why}")
 
 

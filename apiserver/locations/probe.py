@@ -13,9 +13,10 @@ from fractions import Fraction
 from typing import Any
 
 from apiserver.imports.negotiate import digest
-from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
+from apiserver.kube.client import ApiError, Kube, Unreachable
 from apiserver.kube.informer import Informer
 from apiserver.locations.pending import Owner, Unschedulable
+from apiserver.objects import Obj
 from apiserver.quantity import format_quantity, parse_quantity
 
 DISCOVERY_V2 = (

@@ -12,7 +12,8 @@ was read. A CRD's objects take no strategic merge patch, so they keep the precon
 from __future__ import annotations
 
 from apiserver.kinds import Kind
-from apiserver.kube.client import Kube, Obj
+from apiserver.kube.client import Kube
+from apiserver.objects import Obj
 
 
 async def annotate(

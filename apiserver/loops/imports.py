@@ -28,11 +28,12 @@ from apiserver.imports.negotiate import Decision, State, misfits, negotiate
 from apiserver.imports.schema import canonical
 from apiserver.kinds import Kind, of_crd
 from apiserver.kube import events
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Informer
 from apiserver.leader import Leadership
 from apiserver.models.apiimport import GROUP_PATH, APIImport, LocationVerdict
 from apiserver.models.location import Location
+from apiserver.objects import Obj
 from apiserver.placement.selector import matches
 from apiserver.signals import Signal
 

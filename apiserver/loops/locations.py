@@ -20,13 +20,14 @@ from typing import Any
 from aiohttp import web
 
 from apiserver.contract import now
-from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
+from apiserver.kube.client import ApiError, Kube, Unreachable
 from apiserver.kube.informer import Backoff, Informer
 from apiserver.leader import Leadership
 from apiserver.locations.fleet import CredentialsError, Fleet
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.locations.probe import Watched, probe
 from apiserver.models import location as model
+from apiserver.objects import Obj
 from apiserver.signals import Signal
 
 log = logging.getLogger(__name__)

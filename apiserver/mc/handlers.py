@@ -249,7 +249,7 @@ async def _cache_serves(request: web.Request, kind: Kind, query: Mapping[str, st
 def _ours(token: str) -> bool:
     try:
         paging.decode_continue(token)
-    except errors.StatusError:
+    except ApiError:
         return False
     return True
 

@@ -31,8 +31,9 @@ from apiserver.api.authn import UserInfo
 from apiserver.api.authz import Attributes, Authorizer, Decision
 from apiserver.contract import LOCATION as ANNOTATION
 from apiserver.kinds import Kind
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -35,6 +35,7 @@ from apiserver.kinds import Kind
 from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
 from apiserver.locations.fleet import FLEET
+from apiserver.objects import Obj
 from apiserver.options import OPTIONS
 from apiserver.readlimit import READS, WAITS, Priority
 from apiserver.remote import stitch
@@ -62,7 +63,6 @@ from apiserver.remote.fanout import (
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 API_VERSION = f"{GROUP}/{VERSION}"
 PREFIX = f"/apis/{API_VERSION}"
 CHILD_TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -405,7 +405,7 @@ async def _one(request: web.Request, kind: Kind, namespace: str) -> web.StreamRe
             raise errors.unavailable(
                 f"location {only} is not Ready: its objects cannot be read now"
             )
-        raise errors.StatusError(
+        raise ApiError(
             errors.status(
                 404,
                 "NotFound",

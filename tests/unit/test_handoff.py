@@ -17,10 +17,11 @@ import pytest
 from apiserver.contract import PLACEMENT
 from apiserver.hubcache import HubCache
 from apiserver.kinds import DEPLOYMENT, Key
-from apiserver.kube.client import ApiError, Credentials, Kube, Obj
+from apiserver.kube.client import ApiError, Credentials, Kube
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.placement.records import Records
 from apiserver.loops.placement.writes import Writer
+from apiserver.objects import Obj
 
 KEY = Key("Deployment", "demo", "web")
 

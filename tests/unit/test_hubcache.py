@@ -13,8 +13,9 @@ from typing import Any, cast
 from apiserver.contract import only_status_changed
 from apiserver.hubcache import CRDS, HubCache
 from apiserver.kinds import Key
-from apiserver.kube.client import Kube, Obj
+from apiserver.kube.client import Kube
 from apiserver.kube.informer import SETTLE_CAP, TRAIL_FACTOR, TRAIL_WINDOW
+from apiserver.objects import Obj
 
 
 def obj(name: str, version: int, **fields: Any) -> Obj:

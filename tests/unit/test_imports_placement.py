@@ -8,11 +8,12 @@ from typing import cast
 import aiohttp
 
 from apiserver.hubcache import HubCache
-from apiserver.kube.client import Credentials, Kube, Obj
+from apiserver.kube.client import Credentials, Kube
 from apiserver.leader import Leadership
 from apiserver.locations.fleet import Fleet
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.placement.loop import PlacementLoop
+from apiserver.objects import Obj
 
 GVK = "example.org/v1/Widget"
 

@@ -13,7 +13,8 @@ import pytest
 
 from apiserver.api import selectors
 from apiserver.kinds import REMOTE as KINDS
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import ApiError, Kube
+from apiserver.objects import Obj
 from apiserver.remote import handlers
 from apiserver.remote.cache import Change, Gone, RemoteCaches, TableCache, entry
 from apiserver.remote.handlers import _Cached, _seen_as

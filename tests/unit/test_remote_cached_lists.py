@@ -17,8 +17,9 @@ from apiserver.api.authn import UserInfo
 from apiserver.api.authz import Attributes, Decision
 from apiserver.hubcache import HUB_CACHE
 from apiserver.kinds import REMOTE as KINDS
-from apiserver.kube.client import Kube, Obj
+from apiserver.kube.client import Kube
 from apiserver.locations.fleet import FLEET
+from apiserver.objects import Obj
 from apiserver.options import OPTIONS
 from apiserver.remote import handlers
 from apiserver.remote.cache import (

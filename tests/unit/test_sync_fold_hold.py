@@ -15,9 +15,10 @@ import aiohttp
 
 from apiserver.kinds import DEPLOYMENT, Key
 from apiserver.kube import events
-from apiserver.kube.client import Credentials, Kube, Obj
+from apiserver.kube.client import Credentials, Kube
 from apiserver.loops.sync.fold import Folder, _partway
 from apiserver.loops.sync.records import Records
+from apiserver.objects import Obj
 
 KEY = Key("Deployment", "demo", "web")
 

@@ -10,9 +10,10 @@ import aiohttp
 
 from apiserver.kinds import Key
 from apiserver.kube import events
-from apiserver.kube.client import Credentials, Kube, Obj
+from apiserver.kube.client import Credentials, Kube
 from apiserver.loops.sync.fold import Folder
 from apiserver.loops.sync.records import Records
+from apiserver.objects import Obj
 
 KEY = Key("Deployment", "demo", "web")
 WAITING = ("eu-west 2/6 available",)
