@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from apiserver.contract import IMPORTED
 from apiserver.hubcache import CRDS, HubCache
@@ -31,7 +31,7 @@ from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Informer
 from apiserver.leader import Leadership
-from apiserver.models.apiimport import GROUP_PATH, APIImport, LocationVerdict
+from apiserver.models.apiimport import GROUP_PATH, APIImport, APIImportStatus, LocationVerdict
 from apiserver.models.location import Location
 from apiserver.objects import Obj
 from apiserver.placement.selector import matches
@@ -265,7 +265,7 @@ class ImportLoop:
             LocationVerdict(name=n, verdict=v.state.value, digest=v.digest, paths=list(v.paths))
             for n, v in sorted(decision.verdicts.items())
         ]
-        status = _status(record, rows, hub, owned, decision, error, note.message)
+        status = _status_of(record, rows, hub, owned, decision, error, note.message)
         before = raw.get("status") or {}
         if canonical(status) == canonical(before):
             return
@@ -314,7 +314,7 @@ def _excluded(hub: Obj | None, decision: Decision) -> dict[str, set[str]]:
     return {name: gvks for name, v in decision.verdicts.items() if v.state == State.INCOMPATIBLE}
 
 
-def _status(
+def _status_of(
     record: APIImport,
     rows: list[LocationVerdict],
     hub: dict[str, Any] | None,
@@ -329,24 +329,23 @@ def _status(
         return ",".join(r.name for r in rows if r.verdict == verdict)
 
     compatible = sum(r.verdict == "Compatible" for r in rows)
+    crd: Literal["Imported", "User", "Pending", "None"]
     if hub is None:
         crd = "Pending" if decision.spec is not None else "None"
     else:
         crd = "Imported" if owned else "User"
     spec = (hub or {}).get("spec") or decision.spec or {}
-    status: dict[str, Any] = {
-        "hubCRD": crd,
-        "kind": (spec.get("names") or {}).get("kind", ""),
-        "versions": ",".join(decision.versions),
-        "storageVersion": decision.storage or "",
-        "compatible": f"{compatible}/{len(rows)}",
-        "incompatible": named("Incompatible"),
-        "missing": named("Missing"),
-        "locations": [r.model_dump(by_alias=True, mode="json") for r in rows],
-        "observedGeneration": record.metadata.get("generation"),
-    }
-    if error:
-        status["error"] = error
-    if message:
-        status["message"] = message
-    return status
+    status = APIImportStatus(
+        hubCRD=crd,
+        kind=(spec.get("names") or {}).get("kind", ""),
+        versions=",".join(decision.versions),
+        storageVersion=decision.storage or "",
+        compatible=f"{compatible}/{len(rows)}",
+        incompatible=named("Incompatible"),
+        missing=named("Missing"),
+        locations=rows,
+        observedGeneration=record.metadata.get("generation"),
+        error=error or None,
+        message=message or None,
+    )
+    return status.model_dump(by_alias=True, exclude_none=True, mode="json")

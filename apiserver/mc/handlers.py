@@ -87,10 +87,6 @@ def _kind(request: web.Request) -> Kind:
     return kind
 
 
-def _collection_path(kind: Kind, namespace: str | None) -> str:
-    return kind.path(namespace, "")[:-1] if namespace else kind.collection
-
-
 def _view(request: web.Request, kind: Kind, hub: Obj, verdicts: Any = ()) -> tuple[Obj, str | None]:
     hub = kind.typed(hub)
     strategy, source, error = request.app[DECIDER].strategy_of(kind, hub)
@@ -150,7 +146,7 @@ async def _small_namespace(
         return None, False
     params = {k: v for k in ("labelSelector", "fieldSelector") if (v := request.query.get(k))}
     hub: Kube = request.app[HUB]
-    listing = await hub.get(_collection_path(kind, namespace), limit=str(_WHOLE), **params)
+    listing = await hub.get(kind.path(namespace), limit=str(_WHOLE), **params)
     meta = listing.get("metadata") or {}
     version = str(meta.get("resourceVersion", ""))
     if not meta.get("continue"):
@@ -260,7 +256,7 @@ async def _list_hub(
     """The hub's own list with our views: for what the cache cannot answer."""
     params = {k: v for k in _PASSED if (v := request.query.get(k))}
     hub: Kube = request.app[HUB]
-    listing = await hub.get(_collection_path(kind, namespace), **params)
+    listing = await hub.get(kind.path(namespace), **params)
     meta = listing.get("metadata") or {}
     views = []
     for i, item in enumerate(listing.get("items") or []):
@@ -293,7 +289,7 @@ async def _watch(request: web.Request, kind: Kind, namespace: str | None) -> web
     stream = await WatchStream.open(request)
     try:
         async for event in hub.watch(
-            _collection_path(kind, namespace),
+            kind.path(namespace),
             request.query.get("resourceVersion", ""),
             timeout_seconds=timeout,
             params=params,

@@ -26,12 +26,25 @@ class APIImportSpec(_Model):
 
 class LocationVerdict(_Model):
     name: str
-    verdict: str  # negotiate.State
+    verdict: Literal["Compatible", "Incompatible", "Missing"]  # negotiate.State
     digest: str = ""
     paths: list[str] = Field(default_factory=list)
 
 
 class APIImportStatus(_Model):
+    observed_generation: int | None = Field(default=None, alias="observedGeneration")
+    # Imported (a hub CRD we made), User (the user's own, judged against), Pending, None.
+    hub_crd: Literal["Imported", "User", "Pending", "None"] | None = Field(
+        default=None, alias="hubCRD"
+    )
+    kind: str | None = None
+    versions: str | None = None  # served versions, comma-separated (printer columns)
+    storage_version: str | None = Field(default=None, alias="storageVersion")
+    compatible: str | None = None  # "2/3"
+    incompatible: str | None = None  # location names, comma-separated
+    missing: str | None = None
+    error: str | None = None
+    message: str | None = None
     locations: list[LocationVerdict] = Field(default_factory=list)
 
     def row(self, name: str) -> LocationVerdict | None:

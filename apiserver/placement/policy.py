@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 from pydantic.alias_generators import to_camel
@@ -41,11 +41,24 @@ class _Model(BaseModel):
     )
 
 
+class PodToleration(_Model):
+    """A pod toleration, as in a pod spec."""
+
+    key: StrictStr | None = None
+    operator: Literal["Equal", "Exists"] | None = None
+    value: StrictStr | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = None
+
+    def as_pod_spec(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
 class ChildConstraints(_Model):
     """Added to the pod template of every child object of the selected namespaces."""
 
     node_selector: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    tolerations: tuple[dict[str, Any], ...] = ()
+    tolerations: tuple[PodToleration, ...] = ()
     priority_class_name: StrictStr | None = None
 
 
@@ -127,7 +140,9 @@ def constraints(policies: Sequence[Policy]) -> Constraints:
         added = policy.spec.child_constraints
         for key, value in added.node_selector.items():
             node_selector.setdefault(key, value)
-        tolerations += [t for t in added.tolerations if t not in tolerations]
+        tolerations += [
+            t for t in (t.as_pod_spec() for t in added.tolerations) if t not in tolerations
+        ]
         priority = priority or added.priority_class_name
     return Constraints(dict(sorted(node_selector.items())), tuple(tolerations), priority)
 
