@@ -17,7 +17,7 @@ from apiserver.kinds.config import CONFIGMAP, SECRET, SERVICEACCOUNT
 from apiserver.kinds.core import ENDPOINTSLICE, EVENT, POD, SERVICE
 from apiserver.kinds.job import JOB
 from apiserver.kinds.kind import NAMESPACE, Change, Key, Kind, Remote, Role, View
-from apiserver.kinds.namespaced import RESOURCEQUOTA, ROLE, ROLEBINDING
+from apiserver.kinds.namespaced import LIMITRANGE, RESOURCEQUOTA, ROLE, ROLEBINDING
 from apiserver.kinds.workloads import DAEMONSET, DEPLOYMENT, REPLICASET, STATEFULSET
 from apiserver.objects import ReadOnly
 
@@ -29,6 +29,7 @@ __all__ = [
     "ENDPOINTSLICE",
     "EVENT",
     "JOB",
+    "LIMITRANGE",
     "NAMESPACE",
     "PLACED",
     "POD",
@@ -63,6 +64,7 @@ ALL: tuple[Kind, ...] = (
     RESOURCEQUOTA,
     ROLE,
     ROLEBINDING,
+    LIMITRANGE,
     POD,
     SERVICE,
     ENDPOINTSLICE,

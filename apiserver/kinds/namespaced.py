@@ -3,7 +3,8 @@
 A ResourceQuota is divided across those locations in proportion to the replicas the
 namespace runs in each (`weighed`), so the children together allow what the hub allows.
 Roles and RoleBindings go whole: punch-through reads impersonate the caller in the children,
-and must be allowed there as they are on the hub.
+and must be allowed there as they are on the hub. A LimitRange goes whole: the defaults and
+bounds it sets for the namespace's pods hold in every location they run.
 """
 
 from __future__ import annotations
@@ -66,3 +67,4 @@ ROLE = Kind("Role", "Role", _RBAC, "roles", role=Role.NAMESPACE_FOLLOWER, share=
 ROLEBINDING = Kind(
     "RoleBinding", "RoleBinding", _RBAC, "rolebindings", role=Role.NAMESPACE_FOLLOWER
 )
+LIMITRANGE = Kind("LimitRange", "LimitRange", "v1", "limitranges", role=Role.NAMESPACE_FOLLOWER)
