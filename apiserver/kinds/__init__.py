@@ -8,13 +8,14 @@ from the tables below. A CRD's kind joins at run time (`of_crd`). Modules pass `
 strings they would have to parse.
 
 Adding a kind: write its entry (and its share or fold, if it has any) in the family it
-belongs to, and list it in `ALL`.
+belongs to, and list it in that family's `ENTRIES`.
 """
 
 from __future__ import annotations
 
+from apiserver.kinds import config, core, job, namespaced, workloads
 from apiserver.kinds.config import CONFIGMAP, SECRET, SERVICEACCOUNT
-from apiserver.kinds.core import ENDPOINTSLICE, EVENT, POD, SERVICE
+from apiserver.kinds.core import ENDPOINTSLICE, EVENT, POD, REMOTE, SERVICE
 from apiserver.kinds.job import JOB
 from apiserver.kinds.kind import NAMESPACE, Change, Key, Kind, Remote, Role, View
 from apiserver.kinds.namespaced import LIMITRANGE, RESOURCEQUOTA, ROLE, ROLEBINDING
@@ -53,28 +54,16 @@ __all__ = [
 ]
 
 ALL: tuple[Kind, ...] = (
-    DEPLOYMENT,
-    STATEFULSET,
-    REPLICASET,
-    JOB,
-    DAEMONSET,
-    CONFIGMAP,
-    SECRET,
-    SERVICEACCOUNT,
-    RESOURCEQUOTA,
-    ROLE,
-    ROLEBINDING,
-    LIMITRANGE,
-    POD,
-    SERVICE,
-    ENDPOINTSLICE,
-    EVENT,
+    *workloads.ENTRIES,
+    *job.ENTRIES,
+    *config.ENTRIES,
+    *namespaced.ENTRIES,
+    *core.ENTRIES,
 )
 # Built-in kinds the hub cache watches and the placement loop places, by key.
 PLACED: dict[str, Kind] = {k.key: k for k in ALL if k.role is not None}
-# `mc.kmc.dev` views and `remote.kmc.dev` punch-through, by plural.
+# `mc.kmc.dev` views, by plural (`REMOTE`, punch-through's, is `core.py`'s).
 VIEWS: dict[str, Kind] = {k.plural: k for k in ALL if k.view is not None}
-REMOTE: dict[str, Kind] = {k.plural: k for k in ALL if k.remote is not None}
 
 
 def of_crd(crd: ReadOnly) -> Kind | None:

@@ -50,3 +50,5 @@ SERVICEACCOUNT = Kind(
     role=Role.DEPENDENCY,
     share=_account_share,
 )
+
+ENTRIES = (CONFIGMAP, SECRET, SERVICEACCOUNT)

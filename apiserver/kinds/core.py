@@ -1,4 +1,5 @@
-"""Kinds the hub does not place (yet), read in the children through `remote.kmc.dev`.
+"""Kinds the hub does not place (yet), read in the children through `remote.kmc.dev`; and
+`REMOTE`, every kind punch-through serves (the entries with a `remote`, whichever family).
 
 A Service's share is here already, for the day Services follow their workloads: each cluster
 allocates its own addresses and node ports.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver.contract import Placement
+from apiserver.kinds import config, job, workloads
 from apiserver.kinds.kind import Kind, Remote
 
 
@@ -50,3 +52,12 @@ ENDPOINTSLICE = Kind(
     remote=Remote("endpointslice", "endpointslices.discovery.k8s.io", "discovery.k8s.io/v1"),
 )
 EVENT = Kind("Event", "Event", "v1", "events", remote=Remote("event", "events", "core v1"))
+
+ENTRIES = (POD, SERVICE, ENDPOINTSLICE, EVENT)
+
+# remote.kmc.dev's resources, by plural (namespace followers are never punched through).
+REMOTE: dict[str, Kind] = {
+    k.plural: k
+    for k in (*workloads.ENTRIES, *job.ENTRIES, *config.ENTRIES, *ENTRIES)
+    if k.remote is not None
+}

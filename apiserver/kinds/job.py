@@ -269,3 +269,5 @@ JOB = Kind(
         ready="succeeded",
     ),
 )
+
+ENTRIES = (JOB,)

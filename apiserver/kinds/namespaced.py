@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apiserver.contract import REMOTE_GROUP, Placement
+from apiserver.kinds.core import REMOTE
 from apiserver.kinds.kind import Kind, Role
 from apiserver.placement.quota import divide_quota
 
@@ -36,9 +37,6 @@ def _role_share(child: dict[str, Any], location: str, placement: Placement) -> N
 
 
 def _child_rules(rule: Any) -> list[Any]:
-    # The registry lists this module's kinds: asked for at call time, once it is built.
-    from apiserver.kinds import REMOTE
-
     groups = rule.get("apiGroups") if isinstance(rule, dict) else None
     if not isinstance(groups, list) or REMOTE_GROUP not in groups:
         return [rule]
@@ -68,3 +66,5 @@ ROLEBINDING = Kind(
     "RoleBinding", "RoleBinding", _RBAC, "rolebindings", role=Role.NAMESPACE_FOLLOWER
 )
 LIMITRANGE = Kind("LimitRange", "LimitRange", "v1", "limitranges", role=Role.NAMESPACE_FOLLOWER)
+
+ENTRIES = (RESOURCEQUOTA, ROLE, ROLEBINDING, LIMITRANGE)

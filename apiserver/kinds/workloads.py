@@ -281,3 +281,5 @@ DAEMONSET = Kind(
         ready="readyReplicas",
     ),
 )
+
+ENTRIES = (DEPLOYMENT, STATEFULSET, REPLICASET, DAEMONSET)

@@ -38,7 +38,7 @@ def test_every_entry_says_what_each_part_needs() -> None:
             assert kind.shape({"spec": {"replicas": 3}}).total == 3
     assert set(PLACED) == {k.key for k in ALL if k.role is not None}
     assert "secrets" not in REMOTE  # a child's Secrets are never read through the hub
-    assert list(VIEWS) == ["deployments", "statefulsets", "replicasets", "jobs", "daemonsets"]
+    assert set(VIEWS) == {"deployments", "statefulsets", "replicasets", "jobs", "daemonsets"}
 
 
 @pytest.mark.parametrize(
