@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from apiserver.objects import Obj
 
@@ -99,7 +98,7 @@ def only_status_changed(new: Obj, old: Obj) -> bool:
     return True
 
 
-def status_body(obj: Obj, status: dict[str, Any], whole_conditions: bool = False) -> Obj:
+def status_body(obj: Obj, status: Obj, whole_conditions: bool = False) -> Obj:
     """The body that server-side applies `status` to a hub object. Where the kind's
     conditions list is atomic (`whole_conditions`: an apply replaces it whole) the conditions
     we do not write go back as read, in their places, under the resourceVersion they were
@@ -120,7 +119,7 @@ def status_body(obj: Obj, status: dict[str, Any], whole_conditions: bool = False
     }
 
 
-def condition(obj: Obj, type_: str) -> dict[str, Any] | None:
+def condition(obj: Obj, type_: str) -> Obj | None:
     """A condition of the object's status by type, as the hub holds it."""
     conditions = (obj.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c.get("type") == type_), None)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
 from apiserver.api import discovery, errors, openapi, table
 from apiserver.api.registry import Resource, group_versions
+from apiserver.objects import Obj
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class _Document:
     content_type: str = "application/json"
 
     @classmethod
-    def of(cls, document: dict[str, Any], content_type: str = "application/json") -> _Document:
+    def of(cls, document: Obj, content_type: str = "application/json") -> _Document:
         body = openapi.serialize(document)
         return cls(body, f'"{openapi.spec_hash(document)[:32]}"', content_type)
 
@@ -102,5 +102,5 @@ def add_routes(app: web.Application, resources: tuple[Resource, ...]) -> None:
     app.router.add_get("/openapi/v3/apis/{group}/{version}", documents.v3_group)
 
 
-def _json(document: dict[str, Any]) -> web.Response:
+def _json(document: Obj) -> web.Response:
     return web.Response(body=json.dumps(document).encode(), content_type="application/json")

@@ -8,11 +8,9 @@ spec), unless it carries a strategy of its own. The objects every cluster makes 
 
 from __future__ import annotations
 
-from typing import Any
-
 from apiserver.contract import Placement
 from apiserver.kinds.kind import Kind, Remote, Role
-from apiserver.objects import ReadOnly
+from apiserver.objects import Obj, ReadOnly
 
 _SERVICE_ACCOUNT_TOKEN = "kubernetes.io/service-account-token"
 _ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
@@ -26,7 +24,7 @@ def _not_a_token(obj: ReadOnly) -> bool:
     return obj.get("type") != _SERVICE_ACCOUNT_TOKEN
 
 
-def _account_share(child: dict[str, Any], location: str, placement: Placement) -> None:
+def _account_share(child: Obj, location: str, placement: Placement) -> None:
     child.pop("secrets", None)  # token Secrets of the hub, which are not synced
 
 

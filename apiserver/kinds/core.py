@@ -7,14 +7,13 @@ allocates its own addresses and node ports.
 
 from __future__ import annotations
 
-from typing import Any
-
 from apiserver.contract import Placement
 from apiserver.kinds import config, job, workloads
 from apiserver.kinds.kind import Kind, Remote
+from apiserver.objects import Obj
 
 
-def service_share(child: dict[str, Any], location: str, placement: Placement) -> None:
+def service_share(child: Obj, location: str, placement: Placement) -> None:
     """Addresses and node ports are allocated by each cluster from its own ranges."""
     spec = child.get("spec")
     if not isinstance(spec, dict):

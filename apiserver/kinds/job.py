@@ -15,11 +15,10 @@ fold keeps to those rules, or the hub would refuse the whole status.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from apiserver.contract import Placement
 from apiserver.kinds.kind import Change, Kind, Remote, Role, View
-from apiserver.objects import ReadOnly
+from apiserver.objects import Obj, ReadOnly
 from apiserver.placement.apportion import apportion
 from apiserver.placement.engine import Shape
 from apiserver.sync.desired import mapping, spec_of
@@ -66,9 +65,7 @@ def _size(obj: ReadOnly) -> Shape:
     return Shape(total=_count(completions, 1), location_limit=limit, fixed_shares=True)
 
 
-def split(
-    spec: Mapping[str, Any], placement: Mapping[str, int | None]
-) -> dict[str, dict[str, int]]:
+def split(spec: ReadOnly, placement: Mapping[str, int | None]) -> dict[str, dict[str, int]]:
     """Each location's parallelism and completions, in proportion to the Job's placement.
 
     Every location with a share runs at least one pod at a time when parallelism allows (the
@@ -88,7 +85,7 @@ def split(
     return result
 
 
-def _share(child: dict[str, Any], location: str, placement: Placement) -> None:
+def _share(child: Obj, location: str, placement: Placement) -> None:
     spec = spec_of(child)
     spec.update(split(spec, placement)[location])
     if spec.get("manualSelector") is True:
@@ -127,7 +124,7 @@ def finished(job: ReadOnly) -> bool:
 # --- folding ----------------------------------------------------------------------------------
 
 
-def _fields(status: dict[str, Any], hub: ReadOnly, seen: Children, previous: ReadOnly) -> None:
+def _fields(status: Obj, hub: ReadOnly, seen: Children, previous: ReadOnly) -> None:
     """startTime, completionTime (dropped again unless Complete), monotonic counters."""
     suspended = mapping(hub.get("spec")).get("suspend") is True
     start = previous.get("startTime") if not suspended else None
@@ -152,12 +149,12 @@ def _fields(status: dict[str, Any], hub: ReadOnly, seen: Children, previous: Rea
 
 
 def _conditions(
-    hub: ReadOnly, seen: Children, status: Mapping[str, Any], previous: ReadOnly
+    hub: ReadOnly, seen: Children, status: ReadOnly, previous: ReadOnly
 ) -> list[Condition]:
     return [*_outcome(seen, status, previous), *merged(seen, skip=_TERMINAL)]
 
 
-def _settle(status: dict[str, Any], conditions: list[Condition]) -> None:
+def _settle(status: Obj, conditions: list[Condition]) -> None:
     """A completionTime only with Complete: the hub refuses one without it."""
     if "completionTime" in status and not has_true(conditions, "Complete"):
         del status["completionTime"]
@@ -166,7 +163,7 @@ def _settle(status: dict[str, Any], conditions: list[Condition]) -> None:
 _TERMINAL = frozenset({"Complete", "Failed", "FailureTarget", "SuccessCriteriaMet"})
 
 
-def _outcome(seen: Children, status: Mapping[str, Any], previous: ReadOnly) -> list[Condition]:
+def _outcome(seen: Children, status: ReadOnly, previous: ReadOnly) -> list[Condition]:
     """Success only when every placed child succeeded, failure when any child failed.
 
     As the Job controller does, the outcome is first announced (SuccessCriteriaMet or
@@ -197,7 +194,7 @@ def _outcome(seen: Children, status: Mapping[str, Any], previous: ReadOnly) -> l
 
 
 def _success(
-    seen: Children, status: Mapping[str, Any], kept: Mapping[str, Condition], idle: bool
+    seen: Children, status: ReadOnly, kept: Mapping[str, Condition], idle: bool
 ) -> list[Condition]:
     complete = kept.get("Complete")
     if complete is not None and "SuccessCriteriaMet" not in kept:

@@ -16,10 +16,10 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from apiserver.contract import Placement
-from apiserver.objects import Obj
+from apiserver.objects import Obj, ReadOnly
 from apiserver.placement.dependencies import pod_spec_at
 from apiserver.placement.engine import Shape
 from apiserver.placement.strategy import StrategyType
@@ -153,7 +153,7 @@ class Kind:
         """What the engine divides of `obj`, with its pod spec for steering."""
         return dataclasses.replace(self.size(obj), pod_spec=self.pod_spec(obj))
 
-    def pod_spec(self, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    def pod_spec(self, obj: ReadOnly) -> ReadOnly | None:
         """The pod spec inside an object of this kind; None if it has none."""
         return pod_spec_at(obj, self.pod_spec_path) if self.pod_spec_path else None
 

@@ -15,12 +15,13 @@ from typing import Any
 from apiserver.contract import REMOTE_GROUP, Placement
 from apiserver.kinds.core import REMOTE
 from apiserver.kinds.kind import Kind, Role
+from apiserver.objects import Obj
 from apiserver.placement.quota import divide_quota
 
 _RBAC = "rbac.authorization.k8s.io/v1"
 
 
-def _quota_share(child: dict[str, Any], location: str, placement: Placement) -> None:
+def _quota_share(child: Obj, location: str, placement: Placement) -> None:
     spec = child.get("spec")
     hard = spec.get("hard") if isinstance(spec, dict) else None
     if isinstance(spec, dict) and isinstance(hard, Mapping) and hard:
@@ -28,7 +29,7 @@ def _quota_share(child: dict[str, Any], location: str, placement: Placement) -> 
         spec["hard"] = divide_quota(hard, weights)[location]
 
 
-def _role_share(child: dict[str, Any], location: str, placement: Placement) -> None:
+def _role_share(child: Obj, location: str, placement: Placement) -> None:
     """A Role that lets someone read `remote.kmc.dev` pods on the hub lets them read pods in
     the child, where the punch-through read impersonates them: the same decision both ways."""
     rules = child.get("rules")

@@ -8,11 +8,8 @@ while one rolls out; a DaemonSet runs whole in every location it is placed in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from apiserver.kinds.kind import Kind, Remote, Role, View
-from apiserver.objects import ReadOnly
+from apiserver.objects import Obj, ReadOnly
 from apiserver.placement.engine import Shape
 from apiserver.sync.desired import mapping, replicas_share
 from apiserver.sync.status import (
@@ -104,16 +101,14 @@ def one_at_a_time(_: ReadOnly) -> int:
 # --- folding ----------------------------------------------------------------------------------
 
 
-def _deployment_fields(
-    status: dict[str, Any], hub: ReadOnly, seen: Children, previous: ReadOnly
-) -> None:
+def _deployment_fields(status: Obj, hub: ReadOnly, seen: Children, previous: ReadOnly) -> None:
     if seen.present:
         available = status.get("availableReplicas", 0)
         status["unavailableReplicas"] = max(0, replicas_of(hub) - available)
 
 
 def _deployment_conditions(
-    hub: ReadOnly, seen: Children, status: Mapping[str, Any], previous: ReadOnly
+    hub: ReadOnly, seen: Children, status: ReadOnly, previous: ReadOnly
 ) -> list[Condition]:
     conditions = [_available(hub, seen), _progressing(seen)]
     failure = _replica_failure(seen)
@@ -177,9 +172,7 @@ def _replica_failure(seen: Children) -> Condition | None:
     return Condition("ReplicaFailure", "True", str(first.get("reason") or "FailedCreate"), message)
 
 
-def _statefulset_fields(
-    status: dict[str, Any], hub: ReadOnly, seen: Children, previous: ReadOnly
-) -> None:
+def _statefulset_fields(status: Obj, hub: ReadOnly, seen: Children, previous: ReadOnly) -> None:
     status.update(_revisions(seen))
 
 

@@ -317,12 +317,12 @@ def _excluded(hub: Obj | None, decision: Decision) -> dict[str, set[str]]:
 def _status_of(
     record: APIImport,
     rows: list[LocationVerdict],
-    hub: dict[str, Any] | None,
+    hub: Obj | None,
     owned: bool,
     decision: Decision,
     error: str,
     message: str,
-) -> dict[str, Any]:
+) -> Obj:
     """The status to write: rows plus the one-line fields the printer columns show."""
 
     def named(verdict: str) -> str:

@@ -150,7 +150,7 @@ class LocationLoop:
         self,
         name: str,
         location: model.Location,
-        fields: dict[str, Any],
+        fields: Obj,
         last_written: tuple[Any, float] | None,
     ) -> tuple[Any, float] | None:
         """Write status when it changed, or once `refresh` has passed; returns what was."""
@@ -170,9 +170,7 @@ class LocationLoop:
                 return (comparable, now)
         return last_written
 
-    async def _probe(
-        self, location: model.Location, watched: Watched | None
-    ) -> tuple[dict[str, Any], bool]:
+    async def _probe(self, location: model.Location, watched: Watched | None) -> tuple[Obj, bool]:
         """(status fields, healthy); failures become a Ready=False reason and message."""
         try:
             kube = await self.fleet.connect(location)
@@ -204,7 +202,7 @@ class LocationLoop:
         return fields, True
 
 
-def _log_transition(name: str, previous: model.LocationStatus, status: dict[str, Any]) -> None:
+def _log_transition(name: str, previous: model.LocationStatus, status: Obj) -> None:
     old = previous.condition("Ready")
     new = status["conditions"][-1]
     if old is None or (old.status, old.reason) != (new["status"], new["reason"]):
@@ -218,11 +216,11 @@ def _ready(location: model.Location) -> bool:
     return ready is not None and ready.status == "True"
 
 
-def _not_ready(reason: str, message: str) -> dict[str, Any]:
+def _not_ready(reason: str, message: str) -> Obj:
     return {"_ready": ("False", reason, message)}
 
 
-def _with_ready(location: model.Location, fields: dict[str, Any]) -> dict[str, Any]:
+def _with_ready(location: model.Location, fields: Obj) -> Obj:
     """The status to write: probe fields plus a Ready condition whose transition time moves
     only when its status does. A failed probe keeps the last known numbers.
 

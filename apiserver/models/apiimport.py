@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from apiserver.models.location import API_VERSION
+from apiserver.objects import Obj
 from apiserver.placement.strategy import LabelSelector
 
 GROUP_PATH = f"/apis/{API_VERSION}/apiimports"
@@ -54,7 +55,7 @@ class APIImportStatus(_Model):
 class APIImport(_Model):
     api_version: str = Field(default=API_VERSION, alias="apiVersion")
     kind: str = "APIImport"
-    metadata: dict[str, Any]
+    metadata: Obj
     spec: APIImportSpec = Field(default_factory=APIImportSpec)
     status: APIImportStatus = Field(default_factory=APIImportStatus)
 
@@ -62,5 +63,5 @@ class APIImport(_Model):
     def fresh(cls, name: str) -> APIImport:
         return cls(metadata={"name": name}, spec=APIImportSpec())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Obj:
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")

@@ -27,9 +27,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from apiserver.contract import Placement
+from apiserver.objects import ReadOnly
 from apiserver.placement import room
 from apiserver.placement.apportion import apportion
 from apiserver.placement.selector import matches, tolerated
@@ -49,7 +50,7 @@ class Shape:
     # A child's share cannot change in place (a Job's completions): the placement holds while
     # every location it uses stays eligible and the size holds.
     fixed_shares: bool = False
-    pod_spec: Mapping[str, Any] | None = None  # its pod template's spec, if it has one
+    pod_spec: ReadOnly | None = None  # its pod template's spec, if it has one
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Resources:
 class FieldChecker(Protocol):
     """A location's schema for one kind."""
 
-    def missing(self, obj: Mapping[str, Any]) -> list[str]:
+    def missing(self, obj: ReadOnly) -> list[str]:
         """Field paths `obj` sets that the schema lacks (so the location would drop them)."""
         ...
 
@@ -206,7 +207,7 @@ def _duration(seconds: float) -> str:
     return f"{hours}h" if hours < 48 else f"{days}d"
 
 
-def _api_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+def _api_key(obj: ReadOnly) -> tuple[str, str]:
     api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
     return f"{api_version}/{kind}", f"{api_version} {kind}"
 
@@ -255,7 +256,7 @@ def _judge(candidate: Candidate, strategy: Strategy, key: str, shown: str) -> _J
 
 def _verdict(
     judged: _Judged,
-    obj: Mapping[str, Any],
+    obj: ReadOnly,
     placed: bool,
     now: float,
     settings: Settings,
@@ -364,9 +365,7 @@ _SNAPSHOTS_KEPT = 64
 _SNAPSHOTS_LOCK = threading.Lock()
 
 
-def _snapshot(
-    candidates: Sequence[Candidate], strategy: Strategy, obj: Mapping[str, Any]
-) -> _Snapshot:
+def _snapshot(candidates: Sequence[Candidate], strategy: Strategy, obj: ReadOnly) -> _Snapshot:
     key, shown = _api_key(obj)
     memo_key = (id(strategy), key, *map(id, candidates))
     snapshot = _SNAPSHOTS.get(memo_key)
@@ -387,7 +386,7 @@ class _Verdicts(NamedTuple):
 
 def _verdicts(
     snapshot: _Snapshot,
-    obj: Mapping[str, Any],
+    obj: ReadOnly,
     current: Mapping[str, int | None],
     now: float,
     settings: Settings,
@@ -415,7 +414,7 @@ def _verdicts(
 class _Context:
     """Everything the strategies need, restricted to the eligible locations."""
 
-    obj: Mapping[str, Any]
+    obj: ReadOnly
     shape: Shape
     strategy: Strategy
     locations: Mapping[str, Candidate]  # eligible only
@@ -633,7 +632,7 @@ def _free_of(candidate: Candidate) -> room.Free | None:
     return None if free is None else room.Free(free.cpu_milli, free.memory, free.pods)
 
 
-def _tiebreak(obj: Mapping[str, Any]) -> str | None:
+def _tiebreak(obj: ReadOnly) -> str | None:
     """Ties among equal locations go by a rendezvous hash of the workload's uid (issue #16):
     many small workloads spread evenly, each stays put."""
     uid = (obj.get("metadata") or {}).get("uid")
@@ -835,7 +834,7 @@ def _no_eligible(verdicts: Sequence[Verdict]) -> str:
 
 
 def decide(
-    obj: Mapping[str, Any],
+    obj: ReadOnly,
     shape: Shape,
     strategy: Strategy,
     candidates: Sequence[Candidate],

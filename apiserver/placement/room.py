@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from apiserver.objects import ReadOnly
 from apiserver.quantity import parse_quantity
 
 
@@ -35,12 +36,12 @@ class Free(NamedTuple):
     pods: int
 
 
-def ask_of(spec: Mapping[str, Any] | None) -> Ask:
+def ask_of(spec: ReadOnly | None) -> Ask:
     """One replica's requests (`spec`: its pod spec), as the scheduler counts them: the larger
     of the containers' sum and the largest init container, per resource."""
     spec = spec or {}
 
-    def requests(container: Mapping[str, Any]) -> tuple[int, int]:
+    def requests(container: ReadOnly) -> tuple[int, int]:
         asked = (container.get("resources") or {}).get("requests") or {}
         cpu = parse_quantity(str(asked.get("cpu", "0"))) * 1000
         memory = parse_quantity(str(asked.get("memory", "0")))

@@ -366,7 +366,7 @@ def attributes(kind: Kind, namespace: str | None, verb: str) -> Attributes:
     )
 
 
-def table_head(api_version: str, metadata: dict[str, Any], columns: bytes) -> bytes:
+def table_head(api_version: str, metadata: Obj, columns: bytes) -> bytes:
     return (
         b'{"kind":"Table","apiVersion":'
         + _encode(api_version)

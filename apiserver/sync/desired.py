@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from apiserver.contract import ORIGIN, OURS, Placement
+from apiserver.objects import Obj, ReadOnly
 from apiserver.placement.policy import Constraints, constrain
 from apiserver.placement.template import strip_hub_only
 
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
-Share = Callable[[dict[str, Any], str, Placement], None]
+Share = Callable[[Obj, str, Placement], None]
 
 
 class ChildKind(Protocol):
@@ -35,17 +36,17 @@ class ChildKind(Protocol):
     def api_version(self) -> str: ...
     @property
     def share(self) -> Share | None: ...
-    def pod_spec(self, obj: Mapping[str, Any]) -> Mapping[str, Any] | None: ...
+    def pod_spec(self, obj: ReadOnly) -> ReadOnly | None: ...
 
 
 def child_object(
-    hub: Mapping[str, Any],
+    hub: ReadOnly,
     kind: ChildKind,
     location: str,
     placement: Mapping[str, int | None],
     location_labels: Mapping[str, str] | None = None,
     added: Constraints | None = None,
-) -> dict[str, Any]:
+) -> Obj:
     """The object to apply into `location` for `hub`, given the (interim) `placement`.
 
     `placement` must name `location`; its value is that location's share, which the kind's
@@ -60,7 +61,7 @@ def child_object(
     uid = metadata.get("uid")
     if not isinstance(uid, str) or not uid:
         raise ValueError("the hub object has no metadata.uid")
-    child: dict[str, Any] = {
+    child: Obj = {
         "apiVersion": kind.api_version,
         "kind": kind.kind,
         "metadata": _child_metadata(metadata, uid),
@@ -81,7 +82,7 @@ def child_object(
 # --- metadata ---------------------------------------------------------------------------------
 
 
-def _child_metadata(hub_metadata: Mapping[str, Any], uid: str) -> dict[str, Any]:
+def _child_metadata(hub_metadata: ReadOnly, uid: str) -> Obj:
     """Name, namespace, the author's labels and annotations; nothing of the hub's or ours."""
     metadata = {key: hub_metadata[key] for key in ("name", "namespace") if key in hub_metadata}
     labels = {
@@ -104,7 +105,7 @@ def _child_metadata(hub_metadata: Mapping[str, Any], uid: str) -> dict[str, Any]
 # --- shares every kind with replicas uses -------------------------------------------------------
 
 
-def replicas_share(child: dict[str, Any], location: str, placement: Placement) -> None:
+def replicas_share(child: Obj, location: str, placement: Placement) -> None:
     """`spec.replicas` is the location's share (None: placed whole, as written)."""
     share = placement[location]
     if share is not None:
@@ -114,11 +115,11 @@ def replicas_share(child: dict[str, Any], location: str, placement: Placement) -
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def mapping(value: object) -> Mapping[str, Any]:
+def mapping(value: object) -> ReadOnly:
     return value if isinstance(value, Mapping) else {}
 
 
-def spec_of(child: dict[str, Any]) -> dict[str, Any]:
+def spec_of(child: Obj) -> Obj:
     """The child's own (deep-copied) spec, created if the hub object had none."""
     spec = child.get("spec")
     if not isinstance(spec, dict):

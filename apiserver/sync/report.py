@@ -9,8 +9,9 @@ are rebuilt on every request, so they cannot drift from the loops' own view.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from apiserver.objects import ReadOnly
 from apiserver.placement.engine import INCOMPATIBLE, Verdict
 
 
@@ -25,10 +26,10 @@ class LocationState(TypedDict):
 
 
 def location_states(
-    hub: Mapping[str, Any],
+    hub: ReadOnly,
     counts: tuple[str, str],
     placement: Mapping[str, int | None],
-    children: Mapping[str, Mapping[str, Any]],
+    children: Mapping[str, ReadOnly],
     applied: Mapping[str, tuple[int, int]],
     stale: Mapping[str, str],
     verdicts: Sequence[Verdict] = (),
@@ -65,9 +66,7 @@ def location_states(
     return rows
 
 
-def _synced_generation(
-    child: Mapping[str, Any] | None, applied: tuple[int, int] | None
-) -> int | None:
+def _synced_generation(child: ReadOnly | None, applied: tuple[int, int] | None) -> int | None:
     """The hub generation the child has caught up with, if we know it did."""
     if child is None or applied is None:
         return None
@@ -81,7 +80,7 @@ def _synced_generation(
 def _state(
     location: str,
     placement: Mapping[str, int | None],
-    child: Mapping[str, Any] | None,
+    child: ReadOnly | None,
     caught_up: bool,
     stale: str | None,
     verdict: Verdict | None,
@@ -106,7 +105,7 @@ def _state(
     return "Synced", _problem(child)
 
 
-def _problem(child: Mapping[str, Any]) -> str:
+def _problem(child: ReadOnly) -> str:
     """The child's own word when something is wrong there (a failing rollout, a quota)."""
     for condition in (child.get("status") or {}).get("conditions") or []:
         bad = (condition.get("type") == "ReplicaFailure" and condition.get("status") == "True") or (

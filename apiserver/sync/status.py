@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from apiserver.contract import SYNCED
-from apiserver.objects import ReadOnly
+from apiserver.objects import Obj, ReadOnly
 
 
 @dataclass(frozen=True)
@@ -66,25 +65,25 @@ class Rules:
     Each kind's own rules live beside its entry in `kinds/`."""
 
     # Fields of its own, set on the summed status: (status, hub, seen, previous status).
-    fields: Callable[[dict[str, Any], ReadOnly, Children, ReadOnly], None] | None = None
+    fields: Callable[[Obj, ReadOnly, Children, ReadOnly], None] | None = None
     # Its conditions: (hub, seen, status so far, previous status); the others are merged.
-    conditions: Callable[[ReadOnly, Children, Mapping[str, Any], ReadOnly], list[Condition]] = (
-        field(default_factory=lambda: merged_all)
+    conditions: Callable[[ReadOnly, Children, ReadOnly, ReadOnly], list[Condition]] = field(
+        default_factory=lambda: merged_all
     )
     # The last word on fields, once the conditions are known: (status, conditions).
-    settle: Callable[[dict[str, Any], list[Condition]], None] | None = None
+    settle: Callable[[Obj, list[Condition]], None] | None = None
     update_time: bool = False  # its conditions carry lastUpdateTime too
 
 
 def fold(
-    hub: Mapping[str, Any],
+    hub: ReadOnly,
     rules: Rules,
-    children: Mapping[str, Mapping[str, Any] | None],
+    children: Mapping[str, ReadOnly | None],
     placement: Mapping[str, int | None],
     stale: Mapping[str, str],
     applied: Mapping[str, tuple[int, int]],
     now: str,
-) -> dict[str, Any]:
+) -> Obj:
     """The full `status` to apply on the hub object, by the kind's `rules`.
 
     `children`: location -> the child as last seen (None: not created yet); `placement`: the
@@ -97,7 +96,7 @@ def fold(
         stale=stale,
     )
     previous = status_of(hub)
-    status: dict[str, Any] = _sums(seen.present.values())
+    status: Obj = _sums(seen.present.values())
     if rules.fields is not None:
         rules.fields(status, hub, seen, previous)
     observed = _observed_generation(hub, seen, applied, previous)
@@ -113,9 +112,9 @@ def fold(
 # --- counters and generations -----------------------------------------------------------------
 
 
-def _sums(children: Iterable[ReadOnly]) -> dict[str, Any]:
+def _sums(children: Iterable[ReadOnly]) -> Obj:
     """Every integer top-level status field but observedGeneration, summed; absent stays absent."""
-    totals: dict[str, Any] = {}
+    totals: Obj = {}
     for child in children:
         for key, value in status_of(child).items():
             if key != "observedGeneration" and is_int(value):
@@ -161,9 +160,7 @@ _TRUE_IS_BAD = frozenset({"ReplicaFailure"})
 _BAD_TRUE_ORDER = {"False": 0, "Unknown": 1, "True": 2}
 
 
-def merged_all(
-    _: ReadOnly, seen: Children, __: Mapping[str, Any], ___: ReadOnly
-) -> list[Condition]:
+def merged_all(_: ReadOnly, seen: Children, __: ReadOnly, ___: ReadOnly) -> list[Condition]:
     """Every condition type seen in the children, merged pessimistically."""
     return merged(seen, skip=frozenset())
 
@@ -208,7 +205,7 @@ def _synced(seen: Children) -> Condition:
 
 def _stamped(
     conditions: Iterable[Condition], previous: ReadOnly, now: str, update_time: bool
-) -> list[dict[str, Any]]:
+) -> list[Obj]:
     """Condition dicts sorted by type, keeping the times of whatever did not change."""
     before = {c.get("type"): c for c in items_of(previous.get("conditions"))}
     stamped = []
@@ -216,7 +213,7 @@ def _stamped(
         old = before.get(condition.type)
         same_status = old is not None and old.get("status") == condition.status
         unchanged = same_status and condition_from(mapping(old)) == condition
-        item: dict[str, Any] = {
+        item: Obj = {
             "type": condition.type,
             "status": condition.status,
             "reason": condition.reason,
@@ -237,15 +234,15 @@ def _kept(old: ReadOnly | None, key: str, keep: bool, now: str) -> str:
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def mapping(value: object) -> Mapping[str, Any]:
+def mapping(value: object) -> ReadOnly:
     return value if isinstance(value, Mapping) else {}
 
 
-def items_of(value: object) -> list[Mapping[str, Any]]:
+def items_of(value: object) -> list[ReadOnly]:
     return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
 
 
-def status_of(obj: ReadOnly) -> Mapping[str, Any]:
+def status_of(obj: ReadOnly) -> ReadOnly:
     return mapping(obj.get("status"))
 
 
@@ -262,7 +259,7 @@ def replicas_of(obj: ReadOnly) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
-def find_condition(status: Mapping[str, Any], type_: str) -> ReadOnly | None:
+def find_condition(status: ReadOnly, type_: str) -> ReadOnly | None:
     return next((c for c in items_of(status.get("conditions")) if c.get("type") == type_), None)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from apiserver.contract import (
     SYNC_MANAGER,
@@ -87,9 +86,7 @@ class Folder:
         await self.hub.apply(path, status_body(hub, status, kind.whole_conditions), SYNC_MANAGER)
         record.folded = time.monotonic()
 
-    def show_move(
-        self, key: Key, hub: Obj, status: dict[str, Any] | None, waiting: tuple[str, ...]
-    ) -> None:
+    def show_move(self, key: Key, hub: Obj, status: Obj | None, waiting: tuple[str, ...]) -> None:
         """A handover in progress shows as Synced=False/Moving with what it waits for (in
         `status`, when one is folded), and as Events when it starts and ends. Whether one is
         going on is what the hub's status says (a restart loses none), unless this process
@@ -114,10 +111,10 @@ class Folder:
         record.moving = None if moving == said else moving  # None: the hub's status says it
 
 
-def _differs(current: dict[str, Any], new: dict[str, Any]) -> bool:
+def _differs(current: Obj, new: Obj) -> bool:
     """Would applying `new` change anything we own? Timestamps alone do not count."""
 
-    def strip(conditions: list[dict[str, Any]], types: set[str]) -> dict[str, Any]:
+    def strip(conditions: list[Obj], types: set[str]) -> Obj:
         return {
             c["type"]: {k: v for k, v in c.items() if not k.endswith("Time")}
             for c in conditions
@@ -134,13 +131,13 @@ def _differs(current: dict[str, Any], new: dict[str, Any]) -> bool:
     return False
 
 
-def _partway(current: dict[str, Any], new: dict[str, Any], hub: Obj) -> bool:
+def _partway(current: Obj, new: Obj, hub: Obj) -> bool:
     """Does `new` differ from `current` only in counters on their way to spec.replicas? Such
     a status may wait; one that a user or `kubectl wait`/`rollout status` acts on may not."""
     if current.get("observedGeneration") != new.get("observedGeneration"):
         return False
 
-    def states(status: dict[str, Any]) -> dict[str, str]:
+    def states(status: Obj) -> dict[str, str]:
         return {c["type"]: c.get("status", "") for c in status.get("conditions") or []}
 
     if states(current) != states(new):
