@@ -59,8 +59,6 @@ class HubCache:
         # arrived before it was sent.
         self._probes: dict[str, _Probe] = {}
         self._custom: dict[str, asyncio.Task[None]] = {}  # informers of CRD kinds
-        # Called with a kind key when a CRD kind starts or stops being watched.
-        self.kind_listeners: list[Callable[[str], None]] = []
 
     def _informer(self, key: str, kind: Kind) -> Informer:
         async def changed(event: str, obj: Obj, old: Obj | None) -> None:
@@ -208,8 +206,7 @@ class HubCache:
             if task:
                 task.cancel()
             self.objects.pop(kind.key, None)
-            if self.kinds.pop(kind.key, None) is not None:
-                self._tell(kind.key)
+            self.kinds.pop(kind.key, None)
             return
         if self.kinds.get(kind.key) == kind:
             return
@@ -221,11 +218,6 @@ class HubCache:
         self._custom[kind.key] = asyncio.create_task(
             self.objects[kind.key].run(), name=f"hub {kind.collection}"
         )
-        self._tell(kind.key)
-
-    def _tell(self, kind: str) -> None:
-        for listener in self.kind_listeners:
-            listener(kind)
 
 
 HUB_CACHE = web.AppKey("hub_cache", HubCache)
