@@ -8,6 +8,8 @@ while one rolls out; a DaemonSet runs whole in every location it is placed in.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from apiserver.kinds.kind import Kind, Remote, Role, View
 from apiserver.objects import Obj, ReadOnly
 from apiserver.placement.engine import Shape
@@ -197,56 +199,49 @@ def _revisions(seen: Children) -> dict[str, str]:
     }
 
 
-DEPLOYMENT = Kind(
+def _divided(
+    kind: str,
+    fold_rules: Rules,
+    max_unavailable: Callable[[ReadOnly], int],
+    owns_pods: bool = True,
+    pods_via: str | None = None,
+    short_names: tuple[str, ...] = (),
+) -> Kind:
+    """An apps/v1 workload whose `spec.replicas` is divided across its locations and handed
+    over make-before-break."""
+    singular, plural = kind.lower(), f"{kind.lower()}s"
+    return Kind(
+        kind,
+        kind,
+        "apps/v1",
+        plural,
+        role=Role.WORKLOAD,
+        pod_spec_path=_TEMPLATE,
+        default_type="Split",
+        size=replicas,
+        share=replicas_share,
+        fold_rules=fold_rules,
+        max_unavailable=max_unavailable,
+        owns_pods=owns_pods,
+        pods_via=pods_via,
+        view=_view(singular, short_names),
+        remote=Remote(singular, f"{plural}.apps", "apps/v1"),
+    )
+
+
+DEPLOYMENT = _divided(
     "Deployment",
-    "Deployment",
-    "apps/v1",
-    "deployments",
-    role=Role.WORKLOAD,
-    remote=Remote("deployment", "deployments.apps", "apps/v1"),
-    pod_spec_path=_TEMPLATE,
-    default_type="Split",
-    size=replicas,
-    share=replicas_share,
-    fold_rules=Rules(
-        fields=_deployment_fields, conditions=_deployment_conditions, update_time=True
-    ),
-    max_unavailable=_deployment_max_unavailable,
+    Rules(fields=_deployment_fields, conditions=_deployment_conditions, update_time=True),
+    _deployment_max_unavailable,
+    owns_pods=False,  # its ReplicaSets own its pods
     pods_via="ReplicaSet",
-    view=_view("deployment", ("mcdeploy",)),
+    short_names=("mcdeploy",),
 )
-STATEFULSET = Kind(
-    "StatefulSet",
-    "StatefulSet",
-    "apps/v1",
-    "statefulsets",
-    role=Role.WORKLOAD,
-    remote=Remote("statefulset", "statefulsets.apps", "apps/v1"),
-    pod_spec_path=_TEMPLATE,
-    default_type="Split",
-    size=replicas,
-    share=replicas_share,
-    fold_rules=Rules(fields=_statefulset_fields),
-    max_unavailable=_statefulset_max_unavailable,
-    owns_pods=True,
-    view=_view("statefulset"),
+STATEFULSET = _divided(
+    "StatefulSet", Rules(fields=_statefulset_fields), _statefulset_max_unavailable
 )
-REPLICASET = Kind(
-    "ReplicaSet",
-    "ReplicaSet",
-    "apps/v1",
-    "replicasets",
-    role=Role.WORKLOAD,
-    remote=Remote("replicaset", "replicasets.apps", "apps/v1"),
-    pod_spec_path=_TEMPLATE,
-    default_type="Split",
-    size=replicas,
-    share=replicas_share,
-    fold_rules=Rules(),
-    max_unavailable=one_at_a_time,
-    owns_pods=True,
-    view=_view("replicaset"),
-)
+REPLICASET = _divided("ReplicaSet", Rules(), one_at_a_time)
+
 DAEMONSET = Kind(
     "DaemonSet",
     "DaemonSet",
