@@ -18,6 +18,7 @@ import asyncio
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from apiserver.contract import STRATEGY, never_placed, only_status_changed, read_placement
 from apiserver.hubcache import HubCache
@@ -82,7 +83,7 @@ class PlacementLoop:
             Timing(settings.grace, settings.cooldown, settings.capacity_hold),
         )
         self.follower = Follower(cache, self.records, self.writer)
-        self._locations_seen: Obj = {}  # name -> what decisions read of it
+        self._locations_seen: dict[str, Any] = {}  # name -> what decisions read of it
         cache.subscribe(self._on_object)
         cache.namespaces.subscribe(self._on_namespace)
         cache.locations.subscribe(self._on_location)

@@ -93,7 +93,7 @@ class SyncLoop:
             settings.cleanup_retry,
         )
         self.progress = Progress(cache, self.children, self.records)
-        self._ready_seen: Obj = {}  # location -> its Ready condition as last seen
+        self._ready_seen: dict[str, Any] = {}  # location -> its Ready condition as last seen
         cache.subscribe(self._on_hub_object)
         cache.namespaces.subscribe(self._on_hub_namespace)
         cache.locations.subscribe(self._on_location)
