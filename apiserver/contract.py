@@ -30,6 +30,8 @@ SERVICE_ACCOUNT = "kmc.dev/service-account"  # on a Location's Secret: a token w
 EXCLUDE = "kmc.dev/exclude"  # on a Namespace, "true": its objects stay on the hub
 ORIGIN = "kmc.dev/origin-uid"  # on child objects: the uid of the hub object they came from
 IMPORTED = "kmc.dev/imported"  # on hub CRDs made from an API import (never the user's)
+# The scheduling gate our webhook puts on hub Pods we place: the hub's scheduler never binds them.
+PLACED_ELSEWHERE = "kmc.dev/placed-elsewhere"
 # The sync loop's finalizer: the children are deleted before the hub object goes.
 CLEANUP = "kmc.dev/cleanup"
 # Conditions on hub objects.

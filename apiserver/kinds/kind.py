@@ -96,7 +96,7 @@ class Kind:
     default_type: StrategyType = "Replicate"
     size: Callable[[Obj], Shape] = _whole  # what the engine divides, and its limits
     share: Share | None = None  # None: every location gets the object as written
-    syncable: Callable[[Obj], bool] = _always  # False: the hub's own object, never sent
+    syncable: Callable[[Obj], bool] = _always  # False: the hub's own, never placed nor sent
     fold_rules: fold.Rules | None = None  # None: no status is folded up
     # Set for kinds whose replicas move make-before-break: how many may be unavailable.
     max_unavailable: Callable[[Obj], int] | None = None

@@ -220,6 +220,8 @@ class PlacementLoop:
         if never_placed(ns):
             return
         obj = kind.typed(cached)  # cached: read-only
+        if not kind.syncable(obj):
+            return  # the hub's own (a controller's Pod, an account's token Secret)
         asked = STRATEGY in (obj["metadata"].get("annotations") or {})
         if kind.role is Role.NAMESPACE_FOLLOWER:
             await self.follower.namespace(kind, key, obj)
