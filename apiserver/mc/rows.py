@@ -30,20 +30,16 @@ AGE = 4  # the Age cell of `views.COLUMNS`
 class Inputs:
     hub: Obj
     namespace: Obj
-    children: tuple[tuple[str, Obj], ...]
-    applied: Any
+    children: tuple[int, int]  # how often its children (and the watches) changed
+    applied: dict[str, tuple[int, int]]  # replaced, never changed in place
     stale: tuple[tuple[str, str], ...]
 
     def same(self, other: Inputs) -> bool:
         return (
             self.hub is other.hub
             and self.namespace is other.namespace
-            and len(self.children) == len(other.children)
-            and all(
-                a[0] == b[0] and a[1] is b[1]
-                for a, b in zip(self.children, other.children, strict=True)
-            )
-            and self.applied == other.applied
+            and self.children == other.children
+            and self.applied is other.applied
             and self.stale == other.stale
         )
 
@@ -86,7 +82,7 @@ class ViewRows:
 
     def row(self, kind: Kind, hub: Obj, stale: tuple[tuple[str, str], ...]) -> Row:
         key = Key.of(kind.key, hub)
-        children, applied = self.progress.inputs(key, hub)
+        children, applied = self.progress.inputs(key)
         namespace = self.cache.namespace(hub["metadata"]["namespace"])
         inputs = Inputs(hub, namespace, children, applied, stale)
         kept = self._rows.get(key)

@@ -14,6 +14,7 @@ from apiserver.hubcache import HubCache
 from apiserver.kinds import Key
 from apiserver.kube.client import Credentials, Kube
 from apiserver.leader import Leadership
+from apiserver.loops.sync.children import Children
 from apiserver.loops.sync.loop import SyncLoop
 from apiserver.objects import Obj
 
@@ -43,4 +44,25 @@ async def test_a_sync_loop_for_one_location_watches_that_one_and_reads_the_hubs_
         assert sync._placement(Key("Deployment", "shop", "web"), placed) == ({"edge": 2}, False)
     finally:
         sync.children.stop()
+        await asyncio.sleep(0)
+
+
+async def test_a_childs_change_moves_its_counter_and_a_new_watch_moves_every_one() -> None:
+    """What a kept mc.kmc.dev row compares, in O(1): the counters of an object's children."""
+    session = cast(aiohttp.ClientSession, None)
+    edge = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    woken: list[Key] = []
+    children = Children({"edge": edge}.get, (), woken.append)
+    web, db = Key("Deployment", "shop", "web"), Key("Deployment", "shop", "db")
+    first = children.changes(web)
+    children._changed(web)
+    assert children.changes(web) != first and children.changes(db) == (0, 0)
+    assert woken == [web]
+    before = children.changes(db)
+    try:
+        assert children.connect("edge")  # a location's watches start: every row looks again
+        assert children.changes(db) != before
+        assert not children.connect("edge")  # the same client: nothing changed
+    finally:
+        children.stop()
         await asyncio.sleep(0)

@@ -40,11 +40,12 @@ class Sync:
     """The sync loop's progress, as the views read it."""
 
     def __init__(self) -> None:
-        self.children: tuple[tuple[str, Obj], ...] = ()
+        self.children = (0, 0)  # (watches changed, this object's children changed)
+        self.applied: dict[str, tuple[int, int]] = {}
         self.built = 0
 
-    def inputs(self, key: Key, hub: Obj) -> tuple[Any, Any]:
-        return self.children, ()
+    def inputs(self, key: Key) -> tuple[Any, Any]:
+        return self.children, self.applied
 
     def stale(self) -> dict[str, str]:
         return {}
@@ -84,13 +85,17 @@ def test_any_input_that_changes_builds_the_row_again() -> None:
     scaled = cache.objects[key] = hub_object(4)  # a new object from the watch
     second = views.row(DEPLOYMENT, scaled, views.stale())
     assert second is not first and second.view["spec"]["replicas"] == 4
-    sync.children = (("us-east", {"metadata": {"name": "web"}}),)  # a child appeared
+    sync.children = (0, 1)  # a child appeared
+    third = views.row(DEPLOYMENT, scaled, views.stale())
+    assert third is not second
+    assert views.row(DEPLOYMENT, scaled, views.stale()) is third
+    sync.applied = {"us-east": (1, 1)}  # applied there
     third = views.row(DEPLOYMENT, scaled, views.stale())
     assert third is not second
     cache.ns = {"metadata": {"name": "demo", "annotations": {}}}  # the Namespace changed
     assert views.row(DEPLOYMENT, scaled, views.stale()) is not third
     assert views.row(DEPLOYMENT, scaled, (("us-east", "unreachable"),)) is not third
-    assert sync.built == 5
+    assert sync.built == 6
 
 
 def test_only_the_cached_object_itself_is_kept() -> None:

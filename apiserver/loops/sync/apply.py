@@ -71,7 +71,8 @@ class Applier:
             if change is Change.REPLACE:
                 return await self.replace(key, kind, hub, location)
             if unchanged or change is Change.KEEP:
-                record.applied[location] = (
+                record.applied_in(
+                    location,
                     int(meta.get("generation", 0)),
                     int(current["metadata"].get("generation", 0)),
                 )
@@ -87,7 +88,8 @@ class Applier:
             log.warning("%s: applying to %s failed: %s", key, location, err)
             return False
         record.written[location] = (digest, _version(answer))
-        record.applied[location] = (
+        record.applied_in(
+            location,
             int(meta.get("generation", 0)),
             int(answer.get("metadata", {}).get("generation", 0)),
         )
@@ -138,9 +140,7 @@ class Applier:
             if err.code != 404:
                 log.warning("%s: deleting from %s failed: %s", key, location, err)
                 return False
-        record = self.records.of(key)
-        record.applied.pop(location, None)
-        record.written.pop(location, None)
+        self.records.of(key).gone_from(location)
         log.info("%s: removed from %s", key, location)
         return True
 

@@ -104,6 +104,22 @@ class Children:
         self.watched = tuple(watched)  # kinds watched from the start in every location
         self.on_change = on_change
         self.watches: dict[str, ChildWatch] = {}
+        # How often each object's children changed, and how often the set of watches did: a
+        # view kept for an object is current while both are as they were when it was built.
+        self.versions: dict[Key, int] = {}
+        self.epoch = 0
+
+    def _changed(self, key: Key) -> None:
+        self.versions[key] = self.versions.get(key, 0) + 1
+        self.on_change(key)
+
+    def changes(self, key: Key) -> tuple[int, int]:
+        """What has changed of an object's children, as two counters: equal counters, the
+        same children."""
+        return self.epoch, self.versions.get(key, 0)
+
+    def forget(self, key: Key) -> None:
+        self.versions.pop(key, None)
 
     def connect(self, location: str) -> bool:
         """Start (or restart, for a new client) the location's watches; True if it changed."""
@@ -113,7 +129,8 @@ class Children:
             return False
         if watch:
             watch.stop()
-        watch = self.watches[location] = ChildWatch(location, kube, self.on_change)
+        self.epoch += 1
+        watch = self.watches[location] = ChildWatch(location, kube, self._changed)
         for kind in self.watched:
             watch.ensure(kind)
         return True
@@ -123,6 +140,7 @@ class Children:
         watch = self.watches.pop(location, None)
         if watch is None:
             return False
+        self.epoch += 1
         watch.stop()
         return True
 

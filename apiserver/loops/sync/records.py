@@ -11,7 +11,8 @@ from apiserver.kinds import Key
 
 @dataclass
 class Record:
-    # location -> (hub generation applied, child generation it produced)
+    # location -> (hub generation applied, child generation it produced); replaced, never
+    # changed in place (`applied_in`, `gone_from`), so a view tells a change by identity.
     applied: dict[str, tuple[int, int]] = field(default_factory=dict)
     # location -> (digest of what we applied, the child's version it produced). A child status
     # change re-queues the hub object; this spares re-applying unchanged objects. A spec edit
@@ -23,6 +24,18 @@ class Record:
     # does not say so yet: a move can start, or even end, while its placement is still on its
     # way to the hub, when no status is folded. None: the hub's status says it.
     moving: bool | None = None
+
+    def applied_in(self, location: str, hub_generation: int, child_generation: int) -> None:
+        if self.applied.get(location) != (hub_generation, child_generation):
+            self.applied = {**self.applied, location: (hub_generation, child_generation)}
+
+    def gone_from(self, location: str) -> None:
+        self.written.pop(location, None)
+        if location in self.applied:
+            self.applied = {k: v for k, v in self.applied.items() if k != location}
+
+
+_NOTHING: dict[str, tuple[int, int]] = {}
 
 
 class Records:
@@ -37,7 +50,7 @@ class Records:
 
     def applied(self, key: Key) -> dict[str, tuple[int, int]]:
         record = self._records.get(key)
-        return record.applied if record else {}
+        return record.applied if record else _NOTHING
 
     def forget(self, key: Key) -> None:
         self._records.pop(key, None)
