@@ -69,13 +69,21 @@ RULES: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     (
+        "sync: a namespace's NetworkPolicies go where its workloads run",
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": _WRITE},
+    ),
+    (
+        "sync: bare Pods placed here from the hub (kubectl run), written and watched",
+        {"apiGroups": [""], "resources": ["pods"], "verbs": _WRITE},
+    ),
+    (
         "sync: the namespaces synced objects live in, made when missing, removed with the hub's",
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": _WRITE},
     ),
     (
         "probes: nodes for capacity and readiness, running pods for what is allocated;"
-        " pods, services and events also for punch-through reads",
-        {"apiGroups": [""], "resources": ["nodes", "pods", "services", "events"], "verbs": _READ},
+        " services and events also for punch-through reads",
+        {"apiGroups": [""], "resources": ["nodes", "services", "events"], "verbs": _READ},
     ),
     (
         "API import: the CRDs served here, read to negotiate the hub's schema of each kind",

@@ -3,8 +3,9 @@
 A ResourceQuota is divided across those locations in proportion to the replicas the
 namespace runs in each (`weighed`), so the children together allow what the hub allows.
 Roles and RoleBindings go whole: punch-through reads impersonate the caller in the children,
-and must be allowed there as they are on the hub. A LimitRange goes whole: the defaults and
-bounds it sets for the namespace's pods hold in every location they run.
+and must be allowed there as they are on the hub. A LimitRange and a NetworkPolicy go whole:
+the defaults and bounds, and the traffic rules, they set for the namespace's pods hold in
+every location they run.
 """
 
 from __future__ import annotations
@@ -67,5 +68,12 @@ ROLEBINDING = Kind(
     "RoleBinding", "RoleBinding", _RBAC, "rolebindings", role=Role.NAMESPACE_FOLLOWER
 )
 LIMITRANGE = Kind("LimitRange", "LimitRange", "v1", "limitranges", role=Role.NAMESPACE_FOLLOWER)
+NETWORKPOLICY = Kind(
+    "NetworkPolicy",
+    "NetworkPolicy",
+    "networking.k8s.io/v1",
+    "networkpolicies",
+    role=Role.NAMESPACE_FOLLOWER,
+)
 
-ENTRIES = (RESOURCEQUOTA, ROLE, ROLEBINDING, LIMITRANGE)
+ENTRIES = (RESOURCEQUOTA, ROLE, ROLEBINDING, LIMITRANGE, NETWORKPOLICY)

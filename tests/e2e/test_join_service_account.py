@@ -36,6 +36,10 @@ CAN_I = [
     ("yes", "patch", "secrets", "-n", "anywhere"),
     ("yes", "create", "serviceaccounts", "-n", "anywhere"),
     ("yes", "patch", "resourcequotas", "-n", "anywhere"),
+    ("yes", "create", "limitranges", "-n", "anywhere"),
+    ("yes", "create", "networkpolicies.networking.k8s.io", "-n", "anywhere"),
+    ("yes", "create", "pods", "-n", "anywhere"),  # bare Pods placed from the hub
+    ("yes", "delete", "pods", "-n", "anywhere"),
     ("yes", "create", "roles.rbac.authorization.k8s.io", "-n", "anywhere"),
     ("yes", "escalate", "roles.rbac.authorization.k8s.io", "-n", "anywhere"),
     ("yes", "bind", "roles.rbac.authorization.k8s.io", "-n", "anywhere"),
@@ -57,8 +61,7 @@ CAN_I = [
     # and no more:
     ("no", "create", "serviceaccounts/default", "--subresource=token", "-n", "kmc-system"),
     ("no", "create", "serviceaccounts/default", "--subresource=token", "-n", "kube-system"),
-    ("no", "create", "pods", "-n", "anywhere"),
-    ("no", "delete", "pods", "-n", "anywhere"),
+    ("no", "create", "pods/exec", "-n", "anywhere"),
     ("no", "patch", "nodes"),
     ("no", "delete", "nodes"),
     ("no", "create", "clusterroles.rbac.authorization.k8s.io"),

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from apiserver.quantity import parse_quantity
 from kmc_testbed import bed
 
@@ -433,12 +435,8 @@ def test_a_resource_quota_is_weighted_by_where_the_namespace_runs(
     assert sum(parse_quantity(h["cpu"]) for h in expected.values()) == 10
 
 
-def test_a_limit_range_goes_wherever_its_namespace_runs(
-    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
-) -> None:
-    """A LimitRange is a namespace follower, like a Role: one kind entry, nothing else."""
-    hub = kubectl["hub"]
-    limits = {
+FOLLOWERS = {
+    "limitrange": {
         "apiVersion": "v1",
         "kind": "LimitRange",
         "metadata": {"name": "defaults"},
@@ -447,11 +445,27 @@ def test_a_limit_range_goes_wherever_its_namespace_runs(
                 {"type": "Container", "default": {"cpu": "200m"}, "defaultRequest": {"cpu": "50m"}}
             ]
         },
-    }
-    hub.apply(limits, namespace)
-    hub.apply(
-        with_strategy(deployment("web", 1), {"type": "Single", "pin": ["eu-west"]}), namespace
-    )
+    },
+    "networkpolicy": {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "defaults"},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
+    },
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FOLLOWERS))
+def test_a_namespace_follower_goes_wherever_its_namespace_runs(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, kind: str
+) -> None:
+    """LimitRange and NetworkPolicy follow their namespace, like a Role: one kind entry each,
+    nothing else."""
+    hub = kubectl["hub"]
+    follower = FOLLOWERS[kind]
+    hub.apply(follower, namespace)
+    single = {"type": "Single", "pin": ["eu-west"]}
+    hub.apply(with_strategy(deployment("web", 1), single), namespace)
 
     def children_are(expected: set[str]) -> dict[str, Any]:
         deadline = time.monotonic() + 120
@@ -461,26 +475,25 @@ def test_a_limit_range_goes_wherever_its_namespace_runs(
                 for child in CHILDREN
                 if (
                     proc := kubectl[child].run(
-                        "get", "limitrange", "defaults", "-n", namespace, "-o", "json", check=False
+                        "get", kind, "defaults", "-n", namespace, "-o", "json", check=False
                     )
                 ).returncode
                 == 0
             }
             if set(found) == expected:
                 return {child: json.loads(proc.stdout) for child, proc in found.items()}
-            assert time.monotonic() < deadline, f"limit range in {sorted(found)}, not {expected}"
+            assert time.monotonic() < deadline, f"{kind} in {sorted(found)}, not {expected}"
             time.sleep(0.5)
 
-    wait_placement(hub, "limitrange", "defaults", namespace, lambda p: p == {"eu-west": None}, 120)
+    wait_placement(hub, kind, "defaults", namespace, lambda p: p == {"eu-west": None}, 120)
     (copy,) = children_are({"eu-west"}).values()
-    assert copy["spec"] == limits["spec"]
-    # The namespace's workloads move: the limit range goes with them, and leaves where they left.
-    hub.apply(
-        with_strategy(deployment("web", 1), {"type": "Single", "pin": ["us-east"]}), namespace
-    )
-    wait_placement(hub, "limitrange", "defaults", namespace, lambda p: p == {"us-east": None}, 120)
+    assert copy["spec"] == follower["spec"]
+    # The namespace's workloads move: the follower goes with them, and leaves where they left.
+    single["pin"] = ["us-east"]
+    hub.apply(with_strategy(deployment("web", 1), single), namespace)
+    wait_placement(hub, kind, "defaults", namespace, lambda p: p == {"us-east": None}, 120)
     children_are({"us-east"})
-    hub.run("delete", "limitrange", "defaults", "-n", namespace)
+    hub.run("delete", kind, "defaults", "-n", namespace)
     children_are(set())
 
 
