@@ -61,7 +61,7 @@ CAN_I = [
     # and no more:
     ("no", "create", "serviceaccounts/default", "--subresource=token", "-n", "kmc-system"),
     ("no", "create", "serviceaccounts/default", "--subresource=token", "-n", "kube-system"),
-    ("no", "create", "pods/exec", "-n", "anywhere"),
+    ("no", "create", "pods", "--subresource=exec", "-n", "anywhere"),
     ("no", "patch", "nodes"),
     ("no", "delete", "nodes"),
     ("no", "create", "clusterroles.rbac.authorization.k8s.io"),
