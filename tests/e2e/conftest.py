@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -173,6 +174,43 @@ def _left_in(child: Kubectl, name: str) -> str | None:
         check=False,
     )
     return f"still holds {ours.stdout.split()}" if ours.stdout.strip() else None
+
+
+KMC_USER = "system:serviceaccount:kmc-system:kmc-apiserver"
+
+
+@pytest.fixture(autouse=True)
+def kmc_never_forbidden(testbed_up: bed.State) -> Iterator[None]:
+    """kmc-apiserver runs on the bed as its own ServiceAccount, bound by manifests/' RBAC:
+    whatever it is refused on the hub during a test is a rule missing there, and fails that
+    test (the loops retry and log such a refusal; a test may pass without noticing)."""
+    log = bed.audit_log()
+    start = log.stat().st_size if log.exists() else 0
+    yield
+    refused = sorted(_refused(log, start, KMC_USER))
+    assert not refused, f"the hub refused {KMC_USER} (missing RBAC in manifests/?): {refused}"
+
+
+def _refused(log: Path, start: int, user: str) -> set[str]:
+    """Requests of `user` the hub answered 403 in its audit log from byte `start` on."""
+    if not log.exists():
+        return set()
+    found = set()
+    with log.open("rb") as lines:
+        if log.stat().st_size >= start:  # (else it was rotated: read it all)
+            lines.seek(start)
+        for line in lines:
+            if b'"code":403' not in line or user.encode() not in line:
+                continue
+            event = json.loads(line)
+            if event["user"]["username"] != user:
+                continue
+            ref = event.get("objectRef") or {}
+            what = "/".join(
+                filter(None, (ref.get("apiGroup"), ref.get("resource"), ref.get("subresource")))
+            )
+            found.add(f"{event['verb']} {what or event['requestURI']}")
+    return found
 
 
 @pytest.fixture
