@@ -386,6 +386,7 @@ def kmc_kubeconfig() -> Path:
 # kmc-apiserver's ServiceAccount on the hub (manifests/apiserver/rbac.yaml) and how long a
 # token the bed gives it lives: a week, made anew at every start.
 KMC_ACCOUNT = ("kmc-system", "kmc-apiserver")
+KMC_USER = "system:serviceaccount:{}:{}".format(*KMC_ACCOUNT)
 KMC_TOKEN_SECONDS = 7 * 24 * 3600
 
 
