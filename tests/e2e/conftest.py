@@ -189,18 +189,21 @@ def kmc_never_forbidden(testbed_up: bed.State) -> Iterator[None]:
 
 
 def _refused(log: Path, start: int, user: str) -> set[str]:
-    """Requests of `user` the hub refused (403) in its audit log from byte `start` on."""
+    """What the hub refused `user` (403) in its audit log from byte `start` on, and did not
+    allow later on the same object. A missing rule is never allowed; a hub apiserver just
+    restarted refuses what it allows once its RBAC caches are filled."""
     if not log.exists():
         return set()
-    found = set()
+    refused: dict[tuple[str, ...], str] = {}
     with log.open("rb") as lines:
         if log.stat().st_size >= start:  # (else it was rotated: read it all)
             lines.seek(start)
         for line in lines:
-            if b'"code":403' not in line or user.encode() not in line:
+            if user.encode() not in line:
                 continue
             event = json.loads(line)
-            causes = ((event["responseStatus"].get("details") or {}).get("causes")) or []
+            status = event.get("responseStatus") or {}
+            causes = (status.get("details") or {}).get("causes") or []
             if event["user"]["username"] != user or any(
                 # Not RBAC: admission refuses new objects (our Events) in a namespace going.
                 c.get("reason") == "NamespaceTerminating"
@@ -211,8 +214,13 @@ def _refused(log: Path, start: int, user: str) -> set[str]:
             what = "/".join(
                 filter(None, (ref.get("apiGroup"), ref.get("resource"), ref.get("subresource")))
             )
-            found.add(f"{event['verb']} {what or event['requestURI']}")
-    return found
+            request = f"{event['verb']} {what or event['requestURI']}"
+            target = (request, ref.get("namespace") or "", ref.get("name") or "")
+            if status.get("code") == 403:
+                refused[target] = request
+            elif 200 <= (status.get("code") or 0) < 300:
+                refused.pop(target, None)
+    return set(refused.values())
 
 
 @pytest.fixture
