@@ -87,6 +87,14 @@ LATE_EVENTS = Counter(
     ["cluster"],
     registry=REGISTRY,
 )
+EVENTS = Counter(
+    "kmc_events_total",
+    "Event occurrences on hub objects by what became of them: created, patched (a series "
+    "counted on), folded (into a write of its series still waiting), spam (left out by the "
+    "token bucket), dropped (backlog full), failed (the hub refused or did not answer).",
+    ["outcome"],
+    registry=REGISTRY,
+)
 READS_REJECTED = Counter(
     "kmc_reads_rejected_total",
     "Reads answered 429 because the queue of reads waiting their turn was full.",

@@ -39,6 +39,13 @@ GOALS = {
     "propagation_p50_ratio": ("<=", 3),
     "propagation_p99_ratio": ("<=", 3),
     "hub_burst_ratio": ("<=", 1.2),
+    # Issue 35: quiet on the hub. Every write the hub served per Deployment created, the
+    # user's own create included; the user's burst against the same burst while the children
+    # do the same work directly; a create in a quiet namespace during a bulk in another
+    # against a direct create into the children at the same moment.
+    "hub_writes_per_create_1000": ("<=", 3),
+    "hub_burst_ratio_children_working": ("<=", 2),
+    "fairness_ratio_vs_direct": ("<=", 3),
     "scale_converge_ratio": ("<=", 1.5),
     "scale_peak_rss_mb": ("<=", 1024),
     "scale_idle_cpu_pct": ("<=", 2),
@@ -187,6 +194,12 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         },
         f"converge_{count}_s": figure(rows, "sync.converge", f"converge_{count}_s"),
         f"converge_{count}_ratio": figure(rows, "sync.converge", f"converge_{count}_s", "ratio"),
+        f"hub_writes_per_create_{count}": figure(
+            rows, "hub.writes", f"hub_writes_per_create_{count}"
+        ),
+        "fairness_ratio_vs_direct": figure(
+            rows, "fairness.floor", f"p50_ms_while_creating_{count}_vs_direct_meanwhile", "ratio"
+        ),
         "fairness_ratio": max(
             (r["ratio"] for r in rows if r["benchmark"] == "fairness" and r["ratio"]),
             default=None,

@@ -6,6 +6,11 @@ availableReplicas 3 for its current generation, i.e. placed, synced, running in 
 and folded back. Each child gets extra kwok nodes for the run so that 1,000 pods fit, and
 kmc-apiserver's RSS with all of them placed and its CPU during the run are reported.
 
+The hub's own count of the writes it served from the first create until convergence
+(`hubwrites`), per created Deployment, by resource and verb: what kubectl-mc costs the
+hub everyone shares. The Deployments are created as the bed's ordinary user, not an admin,
+so the hub's priority and fairness treats them as a person's (an admin's are exempt).
+
 The floor, measured first in the same run: the same work done directly, N Deployments of 1
 replica created into each of the three children by one client with the same concurrency,
 and waited for the same way (every one available for its generation, lists every 3 s).
@@ -24,8 +29,9 @@ import aiohttp
 
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
-from bench import metrics
+from bench import hubwrites, metrics
 from bench.objects import deployment, kwok_nodes
+from bench.report import row
 from kmc_testbed import bed
 from kmc_testbed import config as bedconfig
 
@@ -48,6 +54,7 @@ def _rss_mb(pid: int) -> float:
 
 
 CONCURRENCY = 16  # creates in flight at once, through the hub or directly
+SETTLED_WINDOW = 10.0  # seconds after convergence in which the hub's writes are counted apart
 
 
 def _available(items: list[dict[str, Any]], replicas: int) -> int:
@@ -76,7 +83,9 @@ async def direct(count: int) -> float:
     """Seconds to create `count` Deployments of 1 into every child and see them available."""
     namespace = f"{NAMESPACE}-direct"
     async with aiohttp.ClientSession() as session:
-        creds = {c: await kubeconfig.from_file(bedconfig.kubeconfig_path(), c) for c in CHILDREN}
+        creds = {
+            c: await kubeconfig.from_file(bedconfig.user_kubeconfig_path(), c) for c in CHILDREN
+        }
         kubes = {c: Kube(session, creds[c], c) for c in CHILDREN}
         for kube in kubes.values():
             await kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
@@ -111,9 +120,12 @@ async def converge(count: int) -> list[dict[str, Any]]:
     assert state is not None
     pid = state.pids[bed.KMC]
     async with aiohttp.ClientSession() as session:
-        hub = Kube(session, await kubeconfig.from_file(bedconfig.kubeconfig_path(), "hub"), "hub")
+        hub = Kube(
+            session, await kubeconfig.from_file(bedconfig.user_kubeconfig_path(), "hub"), "hub"
+        )
         await hub.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+        hub_before = hubwrites.scrape()
         cpu_before, started = _cpu_seconds(pid), time.monotonic()
         gate = asyncio.Semaphore(CONCURRENCY)
 
@@ -131,9 +143,14 @@ async def converge(count: int) -> list[dict[str, Any]]:
                 raise TimeoutError(f"{done}/{count} converged after 900 s")
             await asyncio.sleep(3.0)  # listing 1,000 objects is not free: do not crowd the run
         converged = time.monotonic() - started
+        hub_after = hubwrites.scrape()
         loops = metrics.Loops(before, metrics.scrape())
         cpu = (_cpu_seconds(pid) - cpu_before) / converged * 100
         rss = _rss_mb(pid)
+        # Settled means quiet: what the hub still writes in the next 10 s (Events, a late
+        # fold, Location status) shows whether anything keeps writing once all is done.
+        await asyncio.sleep(SETTLED_WINDOW)
+        hub_settled = hubwrites.scrape()
         with contextlib.suppress(ApiError):
             await hub.delete(f"/api/v1/namespaces/{NAMESPACE}")
         await _gone(hub, f"/api/v1/namespaces/{NAMESPACE}")
@@ -167,6 +184,12 @@ async def converge(count: int) -> list[dict[str, Any]]:
             "ratio": None,
         },
         *loops.rows("sync.converge"),
+        *hubwrites.HubWrites(hub_before, hub_after).rows("hub.writes", "hub_writes", count),
+        row(
+            "hub.writes",
+            f"hub_writes_in_{SETTLED_WINDOW:.0f}s_after_converged",
+            hubwrites.HubWrites(hub_after, hub_settled).total(),
+        ),
     ]
 
 

@@ -41,7 +41,9 @@ ORIGIN = "kmc.dev/origin-uid"
 
 
 async def client(session: aiohttp.ClientSession, context: str) -> Kube:
-    return Kube(session, await kubeconfig.from_file(bedconfig.kubeconfig_path(), context), context)
+    return Kube(
+        session, await kubeconfig.from_file(bedconfig.user_kubeconfig_path(), context), context
+    )
 
 
 def children() -> list[str]:

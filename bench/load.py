@@ -193,7 +193,14 @@ def views_at_scale(workloads: int, rounds: int = 9) -> dict[str, Any]:
     the same objects, turn about; medians."""
 
     def kubectl(resource: str) -> float:
-        cmd = ["kubectl", "get", resource, "-A", "--kubeconfig", str(bedconfig.kubeconfig_path())]
+        cmd = [
+            "kubectl",
+            "get",
+            resource,
+            "-A",
+            "--kubeconfig",
+            str(bedconfig.user_kubeconfig_path()),
+        ]
         started = time.perf_counter()
         done = subprocess.run([*cmd, "--context", "hub"], capture_output=True, text=True)
         took = time.perf_counter() - started

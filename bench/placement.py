@@ -127,7 +127,14 @@ def bench_replace(count: int = 500) -> list[dict[str, Any]]:
     from kmc_testbed import config
 
     def kubectl(*args: str, stdin: str | None = None) -> str:
-        cmd = ["kubectl", *args, "--kubeconfig", str(config.kubeconfig_path()), "--context", "hub"]
+        cmd = [
+            "kubectl",
+            *args,
+            "--kubeconfig",
+            str(config.user_kubeconfig_path()),
+            "--context",
+            "hub",
+        ]
         return subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=True).stdout
 
     def placements() -> list[dict[str, Any]]:

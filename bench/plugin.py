@@ -38,13 +38,20 @@ VENV_BIN = bedconfig.REPO_ROOT / ".venv" / "bin"
 
 
 def _kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    cmd = ["kubectl", *args, "--kubeconfig", str(bedconfig.kubeconfig_path()), "--context", "hub"]
+    cmd = [
+        "kubectl",
+        *args,
+        "--kubeconfig",
+        str(bedconfig.user_kubeconfig_path()),
+        "--context",
+        "hub",
+    ]
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(cmd, capture_output=True, text=True, input=stdin, env=env, check=True)
 
 
 def _timed(cmd: list[str], first_on_path: Path = VENV_BIN) -> float:
-    cmd = [*cmd, "--kubeconfig", str(bedconfig.kubeconfig_path()), "--context", "hub"]
+    cmd = [*cmd, "--kubeconfig", str(bedconfig.user_kubeconfig_path()), "--context", "hub"]
     env = {**os.environ, "PATH": f"{first_on_path}{os.pathsep}{os.environ['PATH']}"}
     started = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)

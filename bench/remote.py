@@ -45,7 +45,7 @@ def testbed(*args: str) -> None:
 
 
 async def client(session: aiohttp.ClientSession, context: str) -> Kube:
-    creds = await kubeconfig.from_file(bedconfig.kubeconfig_path(), context)
+    creds = await kubeconfig.from_file(bedconfig.user_kubeconfig_path(), context)
     return Kube(session, creds, context)
 
 

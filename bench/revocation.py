@@ -28,7 +28,14 @@ RBAC = "rbac.authorization.k8s.io"
 
 
 def kubectl(context: str, *args: str, stdin: str | None = None) -> str:
-    cmd = ["kubectl", *args, "--kubeconfig", str(bedconfig.kubeconfig_path()), "--context", context]
+    cmd = [
+        "kubectl",
+        *args,
+        "--kubeconfig",
+        str(bedconfig.user_kubeconfig_path()),
+        "--context",
+        context,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, input=stdin)
     if done.returncode != 0:
         raise RuntimeError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")

@@ -156,7 +156,9 @@ def _log(message: str) -> None:
 
 
 async def _kube(session: aiohttp.ClientSession, context: str) -> Kube:
-    return Kube(session, await kubeconfig.from_file(bedconfig.kubeconfig_path(), context), context)
+    return Kube(
+        session, await kubeconfig.from_file(bedconfig.user_kubeconfig_path(), context), context
+    )
 
 
 async def through_hub(count: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:

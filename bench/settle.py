@@ -51,7 +51,9 @@ async def _measure(samples: int, writers: int) -> list[float]:
     ns = f"bench-settle-{uuid.uuid4().hex[:5]}"
     path = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
     async with aiohttp.ClientSession() as session:
-        hub = Kube(session, await kubeconfig.from_file(bedconfig.kubeconfig_path(), "hub"), "hub")
+        hub = Kube(
+            session, await kubeconfig.from_file(bedconfig.user_kubeconfig_path(), "hub"), "hub"
+        )
         await hub.create("/api/v1/namespaces", {"metadata": {"name": ns}})
         stop = asyncio.Event()
         tasks: list[asyncio.Task[Any]] = []

@@ -42,7 +42,7 @@ CHILDREN = ("us-east", "us-west", "eu-west")
 
 
 async def _client(session: aiohttp.ClientSession, context: str) -> Kube:
-    creds = await kubeconfig.from_file(bedconfig.kubeconfig_path(), context)
+    creds = await kubeconfig.from_file(bedconfig.user_kubeconfig_path(), context)
     return Kube(session, creds, context)
 
 

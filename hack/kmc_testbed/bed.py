@@ -189,9 +189,12 @@ def admin_client(cluster: Cluster) -> Client:
     )
 
 
+USER = "kmc-testbed-user"  # an ordinary user of every cluster (see `ensure_user`)
+
+
 def write_files(state: State) -> None:
     """Certificates (kept when present) and every kubeconfig (rewritten: ports may be new)."""
-    entries = []
+    entries, users = [], []
     for cluster in state.clusters:
         p = cluster.folder / "pki"
         ca = pki.ensure_ca(p, "ca", f"kmc-testbed-{cluster.name}-ca")
@@ -211,6 +214,7 @@ def write_files(state: State) -> None:
             ),
         )
         admin = pki.ensure_cert(p, "admin", ca, "kmc-testbed-admin", ("system:masters",))
+        user = pki.ensure_cert(p, "user", ca, USER)
         pki.ensure_key(p / "sa.key")
         for component in ("controller-manager", "scheduler", "kwok"):
             if component in cluster.kinds:
@@ -230,7 +234,11 @@ def write_files(state: State) -> None:
         entries.append(
             kubeconfig.entry(cluster.name, cluster.server, ca.cert, admin.cert, admin.key)
         )
+        users.append(
+            kubeconfig.entry(cluster.name, cluster.server, ca.cert, user.cert, user.key, "user")
+        )
     kubeconfig.write(config.kubeconfig_path(), entries, HUB)
+    kubeconfig.write(config.user_kubeconfig_path(), users, HUB)
 
 
 def write_admission_config(folder: Path, client: pki.Pair) -> None:
@@ -371,13 +379,70 @@ def kmc_folder() -> Path:
     return config.state_dir() / KMC
 
 
+def kmc_kubeconfig() -> Path:
+    """kmc-apiserver's kubeconfig for the hub: its own ServiceAccount (`kmc_credentials`)."""
+    return kmc_folder() / "kubeconfig"
+
+
+# kmc-apiserver's ServiceAccount on the hub (manifests/apiserver/rbac.yaml) and how long a
+# token the bed gives it lives: a week, made anew at every start.
+KMC_ACCOUNT = ("kmc-system", "kmc-apiserver")
+KMC_USER = "system:serviceaccount:{}:{}".format(*KMC_ACCOUNT)
+KMC_TOKEN_SECONDS = 7 * 24 * 3600
+
+
+def kmc_credentials(state: State) -> None:
+    """A fresh token of kmc-apiserver's own ServiceAccount, as a real install runs it: bound
+    by the RBAC in manifests/, classified by the hub's priority and fairness like any
+    ServiceAccount's requests (an admin's are exempt from both). The kubeconfig names the
+    token as a `tokenFile`, which kmc-apiserver reads again after a 401, as a pod reads its
+    rotated projected token."""
+    namespace, name = KMC_ACCOUNT
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": KMC_TOKEN_SECONDS},
+    }
+    hub = state.cluster(HUB)
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+    resp = admin_client(hub).request("POST", path, request, timeout=30.0)
+    if resp.status == 404:
+        raise BedError(
+            f"no ServiceAccount {namespace}/{name} on the hub: `hack/testbed install` makes it"
+        )
+    if resp.status != 201:
+        raise BedError(f"cannot make a token for {namespace}/{name}: {resp.body[:300]!r}")
+    folder = kmc_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    token = folder / "token"
+    tmp = token.with_suffix(".tmp")
+    tmp.write_text(resp.json()["status"]["token"])
+    tmp.chmod(0o600)
+    tmp.replace(token)
+    ca = hub.folder / "pki" / "ca.crt"
+    kubeconfig.write(
+        kmc_kubeconfig(),
+        [
+            {
+                "cluster": {
+                    "name": HUB,
+                    "cluster": {"server": hub.server, "certificate-authority": str(ca)},
+                },
+                "user": {"name": name, "user": {"tokenFile": str(token)}},
+                "context": {"name": HUB, "context": {"cluster": HUB, "user": name}},
+            }
+        ],
+        HUB,
+    )
+
+
 def _kmc_command(state: State) -> list[str]:
-    """kmc-apiserver from the working tree, as the hub's admin, probing children often."""
+    """kmc-apiserver from the working tree, as its own ServiceAccount, probing children often."""
     return [
         str(config.REPO_ROOT / ".venv" / "bin" / "python"),
         "-m",
         "apiserver",
-        f"--kubeconfig={config.kubeconfig_path()}",
+        f"--kubeconfig={kmc_kubeconfig()}",
         "--context=hub",
         f"--secure-port={state.kmc_port}",
         f"--cert-dir={kmc_folder() / 'certs'}",
@@ -489,6 +554,8 @@ def log_path(component: str) -> Path:
 
 
 def spawn(state: State, component: str, cluster: Cluster | None, kind: str) -> None:
+    if kind == KMC:
+        kmc_credentials(state)
     log = log_path(component)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
@@ -620,6 +687,7 @@ def up(log: Log, extra: Cluster | None = None) -> State:
     for wave in ({"etcd"}, {"apiserver"}, {"controller-manager", "scheduler", "kwok"}):
         ensure_running(state, [n for n, _, kind in state.components() if kind in wave], log)
     for cluster in state.clusters:
+        ensure_user(cluster)
         if cluster.role != HUB:
             ensure_nodes(cluster)
     for cluster in state.clusters:
@@ -630,6 +698,26 @@ def up(log: Log, extra: Cluster | None = None) -> State:
             f"{cluster.name}-controller-manager",
         )
     return state
+
+
+def ensure_user(cluster: Cluster) -> None:
+    """`USER` may do anything (cluster-admin) without being in system:masters: its requests
+    go through RBAC and priority and fairness as a person's do (`user.kubeconfig`)."""
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": USER},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "cluster-admin",
+        },
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}],
+    }
+    path = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
+    resp = admin_client(cluster).request("POST", path, binding)
+    if resp.status not in (201, 409):
+        raise BedError(f"cannot bind {USER} in {cluster.name}: {resp.body[:300]!r}")
 
 
 def ensure_nodes(cluster: Cluster) -> None:

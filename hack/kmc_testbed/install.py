@@ -1,9 +1,10 @@
 """`hack/testbed install`: put kubectl-mc on the bed the way a user would.
 
-CRDs go in with the real kubectl, kmc-apiserver runs from the working tree as one more
-component of the bed (so `stop`/`start kmc-apiserver` work like for a child), and every
-running child is joined with the real `kubectl mc join`. Idempotent: run it again after
-`add` and only the new child is joined.
+`manifests/` goes in with the real kubectl (CRDs, roles, kmc-apiserver's ServiceAccount, RBAC
+and FlowSchemas), kmc-apiserver runs from the working tree as one more component of the bed
+(so `stop`/`start kmc-apiserver` work like for a child) with a token of that ServiceAccount
+(`bed.kmc_credentials`), not an admin's, and every running child is joined with the real
+`kubectl mc join`. Idempotent: run it again after `add` and only the new child is joined.
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ import yaml
 
 from kmc_testbed import bed, config
 
-MANIFESTS = ("manifests/crds", "manifests/namespace.yaml", "manifests/roles.yaml")
+# What a real install applies on the hub, but for kmc-apiserver's Deployment and the
+# registration (`register`: the bed's reach the local process). kmc-apiserver runs as the
+# ServiceAccount these make, bound by their RBAC and classified by their FlowSchemas.
+MANIFESTS = (
+    "manifests/crds",
+    "manifests/namespace.yaml",
+    "manifests/roles.yaml",
+    "manifests/apiserver/rbac.yaml",
+    "manifests/apiserver/flowschema.yaml",
+)
 
 
 def kubectl(

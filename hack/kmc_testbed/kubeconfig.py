@@ -9,7 +9,9 @@ from typing import Any
 import yaml
 
 
-def entry(name: str, server: str, ca: Path, cert: Path, key: Path) -> dict[str, Any]:
+def entry(
+    name: str, server: str, ca: Path, cert: Path, key: Path, role: str = "admin"
+) -> dict[str, Any]:
     """One cluster+user+context triple, credentials embedded so the file travels alone."""
     return {
         "cluster": {
@@ -17,10 +19,10 @@ def entry(name: str, server: str, ca: Path, cert: Path, key: Path) -> dict[str, 
             "cluster": {"server": server, "certificate-authority-data": _b64(ca)},
         },
         "user": {
-            "name": f"{name}-admin",
+            "name": f"{name}-{role}",
             "user": {"client-certificate-data": _b64(cert), "client-key-data": _b64(key)},
         },
-        "context": {"name": name, "context": {"cluster": name, "user": f"{name}-admin"}},
+        "context": {"name": name, "context": {"cluster": name, "user": f"{name}-{role}"}},
     }
 
 

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -173,6 +174,53 @@ def _left_in(child: Kubectl, name: str) -> str | None:
         check=False,
     )
     return f"still holds {ours.stdout.split()}" if ours.stdout.strip() else None
+
+
+@pytest.fixture(autouse=True)
+def kmc_never_forbidden(testbed_up: bed.State) -> Iterator[None]:
+    """kmc-apiserver runs on the bed as its own ServiceAccount, bound by manifests/' RBAC:
+    whatever it is refused on the hub during a test is a rule missing there, and fails that
+    test (the loops retry and log such a refusal; a test may pass without noticing)."""
+    log = bed.audit_log()
+    start = log.stat().st_size if log.exists() else 0
+    yield
+    refused = sorted(_refused(log, start, bed.KMC_USER))
+    assert not refused, f"the hub refused {bed.KMC_USER} (missing RBAC in manifests/?): {refused}"
+
+
+def _refused(log: Path, start: int, user: str) -> set[str]:
+    """What the hub refused `user` (403) in its audit log from byte `start` on, and did not
+    allow later on the same object. A missing rule is never allowed; a hub apiserver just
+    restarted refuses what it allows once its RBAC caches are filled."""
+    if not log.exists():
+        return set()
+    refused: dict[tuple[str, ...], str] = {}
+    with log.open("rb") as lines:
+        if log.stat().st_size >= start:  # (else it was rotated: read it all)
+            lines.seek(start)
+        for line in lines:
+            if user.encode() not in line:
+                continue
+            event = json.loads(line)
+            status = event.get("responseStatus") or {}
+            causes = (status.get("details") or {}).get("causes") or []
+            if event["user"]["username"] != user or any(
+                # Not RBAC: admission refuses new objects (our Events) in a namespace going.
+                c.get("reason") == "NamespaceTerminating"
+                for c in causes
+            ):
+                continue
+            ref = event.get("objectRef") or {}
+            what = "/".join(
+                filter(None, (ref.get("apiGroup"), ref.get("resource"), ref.get("subresource")))
+            )
+            request = f"{event['verb']} {what or event['requestURI']}"
+            target = (request, ref.get("namespace") or "", ref.get("name") or "")
+            if status.get("code") == 403:
+                refused[target] = request
+            elif 200 <= (status.get("code") or 0) < 300:
+                refused.pop(target, None)
+    return set(refused.values())
 
 
 @pytest.fixture

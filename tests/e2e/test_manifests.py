@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from kmc_testbed import bed, config
 
 from .conftest import Kubectl
 from .test_locations import wait_until
+from .test_placement import wait_placement
+from .test_testbed import deployment
 
 
 def test_the_kustomization_applies_cleanly_to_a_fresh_cluster(
@@ -61,20 +64,64 @@ def _flow(hub: Kubectl, *args: str) -> tuple[str, str]:
 
 
 def test_the_leaders_lease_renewals_are_not_queued_behind_our_own_writes(
-    testbed_up: bed.State, kubectl: dict[str, Kubectl]
+    installed: bed.State, kubectl: dict[str, Kubectl]
+) -> None:
+    """`hack/testbed install` applied manifests/apiserver/flowschema.yaml, as a real install."""
+    hub = kubectl["hub"]
+    ours = hub.json("get", "flowschema", "kmc-apiserver-leader-election")["metadata"]["uid"]
+    election = hub.json("get", "prioritylevelconfiguration", "leader-election")
+    lease = ("get", "lease", "kmc-apiserver", "-n", "kmc-system")
+    # The hub classifies a request before it authorizes it, and remembers the schema.
+    wait_until("the hub to use our FlowSchema", lambda: _flow(hub, *lease)[0] == ours, 60)
+    assert _flow(hub, *lease) == (ours, election["metadata"]["uid"])
+    # Its reads stay where every service account's go.
+    other = _flow(hub, "get", "deployments", "-n", "kmc-system")
+    assert other[0] != ours and other[1] != election["metadata"]["uid"]
+
+
+def _dispatched(hub: Kubectl, schema: str) -> float:
+    """Requests the hub's priority and fairness has let through under one FlowSchema."""
+    text = hub.run("get", "--raw", "/metrics").stdout
+    name = "apiserver_flowcontrol_dispatched_requests_total"
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name + "{") and f'flow_schema="{schema}"' in line
+    )
+
+
+def test_our_writes_yield_to_peoples_and_our_reviews_do_not_queue_behind_them(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
     hub = kubectl["hub"]
-    path = str(config.REPO_ROOT / "manifests" / "apiserver" / "flowschema.yaml")
-    hub.run("apply", "--server-side", "--field-manager=kmc-test", "-f", path)
-    try:
-        ours = hub.json("get", "flowschema", "kmc-apiserver-leader-election")["metadata"]["uid"]
-        election = hub.json("get", "prioritylevelconfiguration", "leader-election")
-        lease = ("get", "lease", "kmc-apiserver", "-n", "kmc-system")
-        # The hub classifies a request before it authorizes it, and remembers the schema.
-        wait_until("the hub to use our FlowSchema", lambda: _flow(hub, *lease)[0] == ours, 60)
-        assert _flow(hub, *lease) == (ours, election["metadata"]["uid"])
-        # Its other requests stay where every service account's go.
-        other = _flow(hub, "get", "deployments", "-n", "kmc-system")
-        assert other[0] != ours and other[1] != election["metadata"]["uid"]
-    finally:
-        hub.run("delete", "-f", path, "--ignore-not-found")
+    writes = hub.json("get", "flowschema", "kmc-apiserver-writes")
+    level = hub.json("get", "prioritylevelconfiguration", "kmc-apiserver-writes")
+    users = hub.json("get", "prioritylevelconfiguration", "global-default")
+    shares = "nominalConcurrencyShares"
+    assert level["spec"]["limited"][shares] < users["spec"]["limited"][shares]
+    assert level["spec"]["limited"]["borrowingLimitPercent"] == 0
+    assert writes["spec"]["priorityLevelConfiguration"]["name"] == "kmc-apiserver-writes"
+    # A write as our service account is classified there; a review for a caller is not.
+    write = ("create", "configmap", "apf-probe", "-n", namespace, "--dry-run=server")
+    wait_until(
+        "the hub to use our writes' FlowSchema",
+        lambda: _flow(hub, *write) == (writes["metadata"]["uid"], level["metadata"]["uid"]),
+        60,
+    )
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {"user": "someone", "resourceAttributes": {"verb": "get", "resource": "pods"}},
+    }
+    reviews = hub.json("get", "flowschema", "kmc-apiserver-reviews")["metadata"]["uid"]
+    out = hub.run(
+        "create", "-f", "-", "-o", "name", f"--as={SERVICE_ACCOUNT}", "-v=8",
+        stdin=json.dumps(review),
+    ).stderr  # fmt: skip
+    assert re.search(rf"X-Kubernetes-Pf-Flowschema-Uid: {reviews}", out, re.IGNORECASE), out
+    # And the bed's own kmc-apiserver runs as that account: placing a Deployment and folding
+    # its status goes through our writes' level.
+    before = _dispatched(hub, "kmc-apiserver-writes")
+    hub.apply(deployment("web", 3), namespace)
+    wait_placement(hub, "deployment", "web", namespace)
+    assert _dispatched(hub, "kmc-apiserver-writes") > before
