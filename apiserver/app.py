@@ -60,6 +60,7 @@ from apiserver.placement.loop import PlacementLoop
 from apiserver.placement.loop import Settings as PlacementSettings
 from apiserver.readlimit import WAITS_PER_READ, ReadLimiter
 from apiserver.remote import handlers as remote
+from apiserver.remote import streams as remote_streams
 from apiserver.remote.cache import ChildAuthorizers, RemoteCaches
 from apiserver.sync.loop import Settings as SyncSettings
 from apiserver.sync.loop import SyncLoop
@@ -85,6 +86,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     documents.add_routes(app)
     workloads.add_routes(app)
     remote.add_routes(app)
+    remote_streams.add_routes(app)
     admission.add_routes(app)
     return app
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apiserver.api.registry import DEFS_PREFIX, Resource, Subresource, ref
+from apiserver.api.registry import DEFS_PREFIX, Parameter, Resource, Subresource, ref
 from apiserver.placement.strategy import Strategy
 
 MC = "mc.kmc.dev"
@@ -472,6 +472,75 @@ _REMOTE: tuple[tuple[str, str, str, str, str], ...] = (
 )
 
 
+_CONTAINER = Parameter(
+    "container", "string", "The container, when the pod has several (default: its default one)."
+)
+_STDIO = (
+    Parameter("stdin", "boolean", "Pass the caller's standard input to the container."),
+    Parameter("stdout", "boolean", "Pass the container's standard output back."),
+    Parameter("stderr", "boolean", "Pass the container's standard error back."),
+    Parameter("tty", "boolean", "Allocate a terminal; stderr then comes with stdout."),
+)
+_FROM_THE_CHILD = (
+    " The location holding the pod answers, with the caller's own rights there; NAME@LOCATION "
+    "picks one where the name is in several."
+)
+POD_STREAMS = (
+    Subresource(
+        name="log",
+        kind="PodLogOptions",
+        verbs=("get",),
+        stream=True,
+        description="The log of a container of the pod, as its kubelet gives it." + _FROM_THE_CHILD,
+        parameters=(
+            _CONTAINER,
+            Parameter("follow", "boolean", "Keep the stream open and send lines as they come."),
+            Parameter("previous", "boolean", "The log of the container's previous run."),
+            Parameter("sinceSeconds", "integer", "Only lines of the last this many seconds."),
+            Parameter("sinceTime", "string", "Only lines from this RFC 3339 time on."),
+            Parameter("timestamps", "boolean", "Start every line with its RFC 3339 time."),
+            Parameter("tailLines", "integer", "Only this many lines from the end."),
+            Parameter("limitBytes", "integer", "At most this many bytes."),
+        ),
+    ),
+    Subresource(
+        name="exec",
+        kind="PodExecOptions",
+        verbs=("create", "get"),
+        stream=True,
+        description=(
+            "Run a command in a container of the pod: a connection switched to WebSocket "
+            "(v5.channel.k8s.io, v4.channel.k8s.io) or SPDY, as with a pod of one cluster."
+            + _FROM_THE_CHILD
+        ),
+        parameters=(
+            Parameter("command", "string", "The command and its arguments, one per parameter."),
+            _CONTAINER,
+            *_STDIO,
+        ),
+    ),
+    Subresource(
+        name="attach",
+        kind="PodAttachOptions",
+        verbs=("create", "get"),
+        stream=True,
+        description="Attach to the running process of a container of the pod." + _FROM_THE_CHILD,
+        parameters=(_CONTAINER, *_STDIO),
+    ),
+    Subresource(
+        name="portforward",
+        kind="PodPortForwardOptions",
+        verbs=("create", "get"),
+        stream=True,
+        description=(
+            "Forward connections to ports of the pod (WebSocket or SPDY, as kubectl "
+            "port-forward speaks)." + _FROM_THE_CHILD
+        ),
+        parameters=(Parameter("ports", "integer", "A port of the pod to forward to."),),
+    ),
+)
+
+
 def _remote(plural: str, singular: str, kind: str, explain: str, home: str) -> Resource:
     return Resource(
         group=REMOTE,
@@ -482,6 +551,7 @@ def _remote(plural: str, singular: str, kind: str, explain: str, home: str) -> R
         namespaced=True,
         verbs=READ,
         categories=("kmc-remote",),
+        subresources=POD_STREAMS if plural == "pods" else (),
         description=(
             f"{kind} objects of the child clusters, read through the hub and stitched into one "
             f"list. Each item is the child cluster's own {kind} ({home}), unchanged except "
