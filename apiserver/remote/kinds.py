@@ -19,6 +19,19 @@ class RemoteKind:
     kind: str
     group: str  # the real group in the children ("" for core)
     version: str
+    # Sub-resources served through to the children (pods' streams), by the same names there.
+    subresources: tuple[str, ...] = ()
+
+    def resources(self, asked: list[str]) -> list[str]:
+        """What an RBAC rule's `resources` about this kind names in the child: the kind
+        (`pods`, or `*`) and the sub-resources it serves, as RBAC matches them (`pods/log`,
+        `*/log`, `*`; RBAC has no `pods/*`)."""
+        found = [self.plural] if "*" in asked or self.plural in asked else []
+        for sub in self.subresources:
+            named = (f"{self.plural}/{sub}", f"*/{sub}", "*")
+            if any(name in asked for name in named):
+                found.append(f"{self.plural}/{sub}")
+        return found
 
     @property
     def api_version(self) -> str:
@@ -34,7 +47,7 @@ class RemoteKind:
 KINDS: dict[str, RemoteKind] = {
     k.plural: k
     for k in (
-        RemoteKind("pods", "Pod", "", "v1"),
+        RemoteKind("pods", "Pod", "", "v1", ("log", "exec", "attach", "portforward")),
         RemoteKind("replicasets", "ReplicaSet", "apps", "v1"),
         RemoteKind("deployments", "Deployment", "apps", "v1"),
         RemoteKind("statefulsets", "StatefulSet", "apps", "v1"),

@@ -210,9 +210,9 @@ def _child_rules(rule: Any) -> list[Any]:
     out = [{**rule, "apiGroups": others}] if others else []
     asked = rule.get("resources") or []
     by_group: dict[str, list[str]] = {}
-    for plural, kind in remote.KINDS.items():
-        if "*" in asked or plural in asked:
-            by_group.setdefault(kind.group, []).append(plural)
+    for kind in remote.KINDS.values():
+        if named := kind.resources(asked):  # pods/log and pods/exec too: streams impersonate
+            by_group.setdefault(kind.group, []).extend(named)
     for group, plurals in sorted(by_group.items()):
         out.append({**rule, "apiGroups": [group], "resources": plurals})
     return out
