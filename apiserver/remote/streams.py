@@ -19,7 +19,9 @@ verb they have over SPDY (POST).
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import web
@@ -43,6 +45,7 @@ LOG = "log"
 CONNECT = ("exec", "attach", "portforward")  # switched connections, `create` in RBAC
 SUBRESOURCES = (LOG, *CONNECT)
 _METADATA = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io,application/json"
+CALLER_CHECK = 5.0  # seconds between looks at whether a quiet stream's caller is still there
 
 
 def add_routes(app: web.Application) -> None:
@@ -163,8 +166,7 @@ async def _streamed(
             response.content_type = opened.content_type.split(";")[0]
             await response.prepare(request)
             try:
-                async for chunk in opened.chunks:
-                    await response.write(chunk)
+                await _relay(request, response, opened.chunks)
             except ApiError as err:
                 log.info("%s in %s: %s", path, location, err)
                 if request.transport is not None:
@@ -174,6 +176,32 @@ async def _streamed(
             return response
     except ApiError as err:
         raise _named(location, err) from err
+
+
+async def _relay(
+    request: web.Request, response: web.StreamResponse, chunks: AsyncIterator[bytes]
+) -> None:
+    """Each piece as it comes. aiohttp does not stop a handler whose caller went away, and
+    a followed log can stay quiet for hours: between pieces, whether the caller is still
+    there is looked at every `CALLER_CHECK` seconds, so an abandoned stream ends (and with
+    it our request to the child) instead of holding both connections."""
+    pieces = aiter(chunks)
+    waiting: asyncio.Future[bytes] = asyncio.ensure_future(anext(pieces))
+    try:
+        while True:
+            done, _ = await asyncio.wait({waiting}, timeout=CALLER_CHECK)
+            if not done:
+                if request.transport is None or request.transport.is_closing():
+                    return
+                continue
+            try:
+                chunk = waiting.result()
+            except StopAsyncIteration:
+                return
+            await response.write(chunk)
+            waiting = asyncio.ensure_future(anext(pieces))
+    finally:
+        waiting.cancel()
 
 
 def _named(location: str, err: ApiError) -> errors.StatusError:

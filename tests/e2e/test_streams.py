@@ -25,7 +25,7 @@ from typing import Any
 from kmc_testbed import bed, config
 
 from .conftest import CHILDREN, VENV_BIN, Kubectl, run_testbed
-from .test_aggregated import running
+from .test_aggregated import remote_pods
 from .test_locations import wait_until
 from .test_testbed import deployment
 
@@ -74,10 +74,22 @@ def child_exec(
 
 
 def placed(hub: Kubectl, namespace: str) -> dict[str, str]:
-    """A Deployment `web` with one pod in each location: location → its pod."""
+    """A Deployment `web` with one pod in each location: location → its pod. (A location
+    that has just come back, after another test's outage, gets its share once it is Ready
+    and its cooldown is over: on a busy machine that takes a while.)"""
     hub.apply(deployment("web", 3), namespace)
-    pods = running(hub, namespace, 3, everywhere=True)
-    return {p["metadata"]["annotations"]["kmc.dev/location"]: p["metadata"]["name"] for p in pods}
+
+    def everywhere() -> dict[str, str]:
+        pods = remote_pods(hub, namespace)
+        running = {
+            p["metadata"]["annotations"]["kmc.dev/location"]: p["metadata"]["name"]
+            for p in pods
+            if p["status"].get("phase") == "Running"
+        }
+        return running if len(pods) == 3 and set(running) == set(CHILDREN) else {}
+
+    found: dict[str, str] = wait_until("a running pod in each location", everywhere, 240)
+    return found
 
 
 def cri(line: str) -> str:
@@ -231,11 +243,14 @@ def test_logs_follow_every_location_and_go_on_through_an_outage(
             assert follower.proc.poll() is None
         finally:
             run_testbed("start", "us-west")
-        wait_until(
-            "us-west back on stderr",
-            lambda: any("location us-west is back" in e for e in follower.errors),
-            120,
-        )
+        try:
+            wait_until(
+                "us-west back on stderr",
+                lambda: any("location us-west is back" in e for e in follower.errors),
+                240,
+            )
+        except AssertionError as err:
+            raise AssertionError(f"{err}; stderr: {follower.errors}") from None
         written_before = int(files["us-west"].read_text().splitlines()[-1].rsplit(" ", 1)[1])
         wait_until(
             "us-west's lines written during the outage",

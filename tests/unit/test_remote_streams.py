@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 
 import aiohttp
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from multidict import CIMultiDict
@@ -250,3 +251,52 @@ async def test_a_log_cut_by_the_child_is_cut_for_the_caller_too() -> None:
         else:
             raise AssertionError(f"the cut log looked whole: {received!r}")
         assert received.startswith(b"one\n")
+
+
+async def test_a_caller_gone_from_a_quiet_log_ends_the_childs_stream_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """aiohttp does not stop a handler whose caller went away (kmc-apiserver runs without
+    handler cancellation, as `web.run_app` does by default): a followed log that stays quiet
+    must still let go of the child."""
+    monkeypatch.setattr(streams, "CALLER_CHECK", 0.05)
+    gone = asyncio.Event()
+
+    async def quiet(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b"one\n")
+        try:
+            await asyncio.sleep(3600)  # until its caller (us) lets go: the test server cancels
+        finally:
+            gone.set()
+        return response
+
+    child_app = web.Application()
+    child_app.router.add_get("/{tail:.*}", quiet)
+    child = TestServer(child_app, host="127.0.0.1")
+    await child.start_server()
+    async with aiohttp.ClientSession() as session:
+        kube = Kube(session, Credentials(str(child.make_url("")).rstrip("/"), False), "us-east")
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await streams._streamed(request, "us-east", kube, request.path, CIMultiDict())
+
+        app = web.Application(middlewares=[status_errors])
+        app.router.add_get("/{tail:.*}", handle)
+        runner = web.AppRunner(app, handler_cancellation=False)  # as kmc-apiserver runs
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /log HTTP/1.1\r\nHost: kmc\r\n\r\n")
+            async with asyncio.timeout(30):
+                assert b"one" in await reader.readuntil(b"one")
+            writer.close()  # the caller goes away while the child says nothing
+            async with asyncio.timeout(30):
+                await gone.wait()
+        finally:
+            await runner.cleanup()
+            await child.close()
