@@ -32,7 +32,7 @@ import aiohttp
 
 from apiserver.kube import config as kubeconfig
 from apiserver.kube import streams
-from apiserver.kube.client import Kube
+from apiserver.kube.client import ApiError, Kube
 from bench.report import emit, row
 from kmc_testbed import config as bedconfig
 
@@ -70,7 +70,10 @@ async def setup(hub: Kube, namespace: str) -> tuple[str, str]:
     )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        listing = await hub.get(f"{REMOTE}/namespaces/{namespace}/pods")
+        try:
+            listing = await hub.get(f"{REMOTE}/namespaces/{namespace}/pods")
+        except ApiError:  # kmc-apiserver just started, say: its APIService not Available yet
+            listing = {}
         for pod in listing.get("items", []):
             if pod.get("status", {}).get("phase") == "Running":
                 meta = pod["metadata"]
