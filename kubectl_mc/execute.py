@@ -19,8 +19,9 @@ from kubectl_mc.kube import KubeError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, TypeAlias
+    from typing import Any, NoReturn, TypeAlias
 
+    from kubectl_mc.get_run import HubFlags
     from kubectl_mc.kube import Client, Upgraded
 
     Send: TypeAlias = Callable[[int, bytes], None]  # a message on a channel
@@ -90,6 +91,34 @@ def run(
         if terminal is not None:
             terminal.stop()
         upgraded.close()
+
+
+def command(
+    args: tuple[str, ...],
+    namespace: str | None,
+    container: str | None,
+    stdin: bool,
+    tty: bool,
+    hub: HubFlags,
+) -> NoReturn:
+    """`kubectl mc exec POD -- COMMAND…` from its parsed flags: both ways in (click's and the
+    quick path) end here, so the words and exit codes are the same."""
+    from kubectl_mc.hub import fail, hub_context
+
+    pod, command_line = args[0], list(args[1:])
+    if not command_line:
+        fail("error: you must specify at least one command for the container")
+    if tty and not stdin:
+        print("Unable to use a TTY - input is not connected (use -i)", file=sys.stderr)
+        tty = False
+    client, context_namespace = hub_context(
+        hub.kubeconfig, hub.context, hub.cluster, hub.user, hub.request_timeout
+    )
+    try:
+        code = run(client, namespace or context_namespace, pod, command_line, container, stdin, tty)
+    except KubeError as err:
+        fail(str(err))
+    sys.exit(code)
 
 
 def _read(upgraded: Upgraded) -> int:

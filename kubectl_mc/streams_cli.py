@@ -132,20 +132,12 @@ def exec_(
     kubectl mc exec web-7d4b9c-x2x9z@eu-west -it -- sh
     """
     from kubectl_mc import execute
-    from kubectl_mc.kube import KubeError
+    from kubectl_mc.get_run import HubFlags
 
-    args = list(command)
-    if not args:
-        fail("error: you must specify at least one command for the container")
-    if tty and not stdin:
-        _say("Unable to use a TTY - input is not connected (use -i)")
-        tty = False
-    client = hub_client(**_hub_args(hub))
-    try:
-        code = execute.run(client, namespace_of(namespace, hub), pod, args, container, stdin, tty)
-    except KubeError as err:
-        fail(str(err))
-    sys.exit(code)
+    flags = HubFlags(
+        hub["kubeconfig"], hub["context_"], hub["cluster"], hub["user"], hub["request_timeout"]
+    )
+    execute.command((pod, *command), namespace, container, stdin, tty, flags)
 
 
 @click.command("port-forward")
