@@ -48,10 +48,25 @@ _METADATA = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io,applic
 CALLER_CHECK = 5.0  # seconds between looks at whether a quiet stream's caller is still there
 
 
+# The streams being served, ended when the server shuts down (see `_end_streams`).
+OPEN = web.AppKey("open_streams", set["asyncio.Task[Any]"])
+
+
 def add_routes(app: web.Application) -> None:
     path = PREFIX + "/namespaces/{namespace}/pods/{name}/{subresource}"
     app.router.add_get(path, serve, allow_head=False)
     app.router.add_post(path, serve)
+    app[OPEN] = set()
+    app.on_shutdown.append(_end_streams)
+
+
+async def _end_streams(app: web.Application) -> None:
+    """At shutdown, end every stream, as kube-apiserver ends its long-running requests:
+    aiohttp would otherwise wait for them (a followed log, an interactive shell) before the
+    app's clean-up, which is where this replica hands its lease back. Callers see their
+    stream cut; the plugin asks again, and the hub sends it to a replica that serves."""
+    for task in app[OPEN].copy():
+        task.cancel()
 
 
 async def serve(request: web.Request) -> web.StreamResponse:
@@ -70,10 +85,16 @@ async def serve(request: web.Request) -> web.StreamResponse:
     path = f"/api/v1/namespaces/{namespace}/pods/{name}/{sub}"
     headers = impersonating(user_of(request))
     metrics.STREAMS.labels(sub).inc()
-    with metrics.STREAMS_OPEN.labels(sub).track_inprogress():
-        if tunnel.wants_upgrade(request):
-            return await _switched(request, location, kube, path, headers)
-        return await _streamed(request, location, kube, path, headers)
+    task = asyncio.current_task()
+    assert task is not None
+    request.app[OPEN].add(task)
+    try:
+        with metrics.STREAMS_OPEN.labels(sub).track_inprogress():
+            if tunnel.wants_upgrade(request):
+                return await _switched(request, location, kube, path, headers)
+            return await _streamed(request, location, kube, path, headers)
+    finally:
+        request.app[OPEN].discard(task)
 
 
 async def _may_create(request: web.Request, namespace: str, name: str, sub: str) -> None:
