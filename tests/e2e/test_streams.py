@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -295,6 +296,41 @@ def test_exec_passes_output_input_and_outcome_through(
         theirs.stderr,
     )
     assert ours.returncode == 1 and "exit status 3" in ours.stderr
+
+
+def test_an_spdy_upgrade_is_switched_through_the_hub_too(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """kubectl before 1.30 (and after, when WebSocket is refused) speaks SPDY: a POST that
+    asks to switch to SPDY/3.1. The hub's aggregator, kmc-apiserver and the child must pass
+    the switch on; the child's 101 comes back to the caller."""
+    pods = placed(kubectl["hub"], namespace)
+    hub = installed.cluster("hub")
+    pki = config.state_dir() / "hub" / "pki"
+    context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    context.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+    path = (
+        f"{REMOTE}/namespaces/{namespace}/pods/{pods['us-west']}@us-west/exec"
+        "?command=true&stdout=true"
+    )
+    with (
+        socket.create_connection(("127.0.0.1", hub.ports["apiserver"]), timeout=30) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as conn,
+    ):
+        conn.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n"
+            "Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n"
+            "Content-Length: 0\r\n\r\n".encode()
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            piece = conn.recv(4096)
+            assert piece, f"the connection closed after {head!r}"
+            head += piece
+    lines = head.split(b"\r\n\r\n")[0].decode().lower().split("\r\n")
+    assert lines[0].startswith("http/1.1 101"), lines
+    assert "upgrade: spdy/3.1" in lines
+    assert "x-stream-protocol-version: v4.channel.k8s.io" in lines
 
 
 # --- port-forward ------------------------------------------------------------------------------
