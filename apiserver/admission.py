@@ -1,14 +1,20 @@
-"""A validating webhook: refuse a malformed or impossible `kmc.dev/strategy` at apply time.
+"""Two admission webhooks the hub calls.
 
-The placement loop is safe either way (a bad strategy changes nothing there and says why),
-but `kubectl apply` is where a person is looking: the refusal names the field and what to
-fix. Impossible means naming a location that does not exist. A strategy that leaves no
+`/admission/strategy` (validating) refuses a malformed or impossible `kmc.dev/strategy` at
+apply time. The placement loop is safe either way (a bad strategy changes nothing there and
+says why), but `kubectl apply` is where a person is looking: the refusal names the field and
+what to fix. Impossible means naming a location that does not exist. A strategy that leaves no
 location eligible right now is allowed: locations come and go, and an outage must not stop
 anyone from applying (the `kmc.dev/Placed` condition says what is wrong meanwhile).
+
+`/admission/pods` (mutating) puts the scheduling gate `kmc.dev/placed-elsewhere` on a bare Pod
+created in a namespace we place, so that a hub with nodes of its own never runs a Pod we run
+in a location. The gate is the hub's business: the child's copy goes without it.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -16,38 +22,75 @@ from typing import Any
 from aiohttp import web
 
 from apiserver.api.errors import bad_request
-from apiserver.hubcache import HubCache
-from apiserver.keys import HUB_CACHE
-from apiserver.placement.loop import STRATEGY
+from apiserver.contract import PLACED_ELSEWHERE, STRATEGY, never_placed
+from apiserver.hubcache import HUB_CACHE, HubCache
+from apiserver.kinds.core import bare
+from apiserver.objects import Obj
 from apiserver.placement.policy import denied
 from apiserver.placement.strategy import StrategyError, parse_strategy
 
 PATH = "/admission/strategy"
-
-Obj = dict[str, Any]
+PODS_PATH = "/admission/pods"
 
 
 def add_routes(app: web.Application) -> None:
     app.router.add_post(PATH, review)
+    app.router.add_post(PODS_PATH, review_pod)
 
 
-async def review(request: web.Request) -> web.Response:
+async def _asked(request: web.Request) -> Obj:
     try:
-        body = json.loads(await request.read())
-        asked = body["request"]
-        uid = asked["uid"]
+        asked = json.loads(await request.read())["request"]
     except (json.JSONDecodeError, KeyError, TypeError):
-        raise bad_request("expected an admission.k8s.io/v1 AdmissionReview") from None
-    cache = request.app[HUB_CACHE]
-    known = set(cache.locations.cache)
-    verdict = judge(asked, known, _refused_by_policy(cache, asked))
+        asked = None
+    if not isinstance(asked, dict) or "uid" not in asked:
+        raise bad_request("expected an admission.k8s.io/v1 AdmissionReview")
+    return asked
+
+
+def _answer(asked: Obj, verdict: Obj) -> web.Response:
     return web.json_response(
         {
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
-            "response": {"uid": uid, **verdict},
+            "response": {"uid": asked["uid"], **verdict},
         }
     )
+
+
+async def review(request: web.Request) -> web.Response:
+    asked = await _asked(request)
+    cache = request.app[HUB_CACHE]
+    known = set(cache.locations.cache)
+    return _answer(asked, judge(asked, known, _refused_by_policy(cache, asked)))
+
+
+async def review_pod(request: web.Request) -> web.Response:
+    asked = await _asked(request)
+    namespace = str(asked.get("namespace") or "")
+    return _answer(asked, gate(asked, request.app[HUB_CACHE].namespace(namespace)))
+
+
+def gate(asked: Obj, namespace: Obj) -> Obj:
+    """The `response` for a Pod being created, minus its uid: allowed, with a JSON patch that
+    adds our scheduling gate when the Pod is bare and its namespace is placed."""
+    pod = asked.get("object")
+    if not isinstance(pod, dict) or not bare(pod) or never_placed(namespace):
+        return {"allowed": True}
+    gates = (pod.get("spec") or {}).get("schedulingGates")
+    if any(g.get("name") == PLACED_ELSEWHERE for g in gates or []):
+        return {"allowed": True}
+    ours = {"name": PLACED_ELSEWHERE}
+    patch = (
+        [{"op": "add", "path": "/spec/schedulingGates/-", "value": ours}]
+        if gates
+        else [{"op": "add", "path": "/spec/schedulingGates", "value": [ours]}]
+    )
+    return {
+        "allowed": True,
+        "patchType": "JSONPatch",
+        "patch": base64.b64encode(json.dumps(patch).encode()).decode(),
+    }
 
 
 def judge(asked: Obj, locations: set[str], refused: Mapping[str, str] | None = None) -> Obj:

@@ -17,56 +17,48 @@ import aiohttp
 import prometheus_client
 from aiohttp import web
 
-from apiserver import admission, metrics, serving, workloads
+from apiserver import admission, metrics, serving
 from apiserver.api import documents
 from apiserver.api.authn import (
+    AUTHENTICATOR,
+    FRONT_PROXY,
     Authenticator,
     FrontProxyConfig,
     FrontProxyWatch,
     configure_client_auth,
 )
-from apiserver.api.authz import Authorizer
+from apiserver.api.authz import AUTHORIZER, Authorizer
 from apiserver.api.errors import status_errors
 from apiserver.api.guard import guard
-from apiserver.hubcache import HubCache
-from apiserver.imports.loop import ImportLoop
-from apiserver.keys import (
-    AUTHENTICATOR,
-    AUTHORIZER,
-    CHILD_AUTHZ,
-    FLEET,
-    FRONT_PROXY,
-    HUB,
-    HUB_CACHE,
-    LEADERSHIP,
-    LOCATIONS,
-    LOOPS,
-    OPTIONS,
-    PLACEMENT,
-    READS,
-    REMOTE_CACHES,
-    SYNC,
-    VIEW_ROWS,
-    WAITS,
-)
+from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kube import config as kubeconfig
-from apiserver.kube.client import Kube, guard_trace
-from apiserver.leader import Leadership, identity, user_agent
-from apiserver.locations.fleet import Fleet
-from apiserver.locations.loop import LocationLoop
-from apiserver.locations.loop import Settings as LocationSettings
-from apiserver.options import Options
-from apiserver.placement.loop import PlacementLoop
-from apiserver.placement.loop import Settings as PlacementSettings
-from apiserver.readlimit import WAITS_PER_READ, ReadLimiter
+from apiserver.kube.client import HUB, Kube, guard_trace
+from apiserver.leader import LEADERSHIP, Leadership, identity, user_agent
+from apiserver.locations.fleet import FLEET, Fleet
+from apiserver.loops.handoff import Handoff
+from apiserver.loops.imports import ImportLoop
+from apiserver.loops.locations import LOCATIONS, LocationLoop
+from apiserver.loops.locations import Settings as LocationSettings
+from apiserver.loops.placement.deciding import DECIDER
+from apiserver.loops.placement.loop import PlacementLoop
+from apiserver.loops.placement.loop import Settings as PlacementSettings
+from apiserver.loops.sync.loop import PROGRESS, SyncLoop
+from apiserver.loops.sync.loop import Settings as SyncSettings
+from apiserver.mc import handlers as mc
+from apiserver.mc import resources as mc_resources
+from apiserver.mc.rows import VIEW_ROWS, ViewRows
+from apiserver.options import OPTIONS, Options
+from apiserver.readlimit import READS, WAITS, WAITS_PER_READ, ReadLimiter
 from apiserver.remote import handlers as remote
+from apiserver.remote import resources as remote_resources
 from apiserver.remote import streams as remote_streams
-from apiserver.remote.cache import ChildAuthorizers, RemoteCaches
-from apiserver.sync.loop import Settings as SyncSettings
-from apiserver.sync.loop import SyncLoop
-from apiserver.viewrows import ViewRows
+from apiserver.remote.cache import CHILD_AUTHZ, REMOTE_CACHES, ChildAuthorizers, RemoteCaches
 
 log = logging.getLogger(__name__)
+
+# Everything the two aggregated groups serve: discovery and OpenAPI are rendered from it.
+RESOURCES = (*mc_resources.RESOURCES, *remote_resources.RESOURCES)
+LOOPS = web.AppKey("loops", dict[str, "asyncio.Task[None]"])
 
 
 def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.Application:
@@ -83,8 +75,8 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     app.router.add_get("/livez", _livez)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
-    documents.add_routes(app)
-    workloads.add_routes(app)
+    documents.add_routes(app, RESOURCES)
+    mc.add_routes(app)
     remote.add_routes(app)
     remote_streams.add_routes(app)
     admission.add_routes(app)
@@ -141,33 +133,47 @@ def _guards(serving_ctx: ssl.SSLContext | None) -> Any:
 
 
 async def _loops(app: web.Application) -> AsyncIterator[None]:
+    """The loops, and how they are wired to each other: what one asks of another is a
+    function given to its constructor; what one tells another is a signal connected here."""
     options = app[OPTIONS]
-    settings = LocationSettings(interval=options.probe_interval, timeout=options.probe_timeout)
     leadership = app[LEADERSHIP]
     metrics.LEADER.set_function(lambda: float(leadership.may_act()))
     # The loops write through this client: a write leaves only while we may act. Requests
     # served for users (the views, authorization) use the plain one.
     acting = app[HUB].guarded(leadership.check)
     cache = app[HUB_CACHE] = HubCache(acting)
-    app[LOCATIONS] = LocationLoop(acting, cache.locations, app[FLEET], settings, leadership.leading)
-    app[PLACEMENT] = PlacementLoop(
+    locations = app[LOCATIONS] = LocationLoop(
+        acting,
+        cache.locations,
+        app[FLEET],
+        leadership,
+        LocationSettings(interval=options.probe_interval, timeout=options.probe_timeout),
+    )
+    # The placement loop's decisions reach the sync loop before the hub has them.
+    handoff = Handoff()
+    placement = PlacementLoop(
         cache,
         app[FLEET],
+        handoff,
+        leadership,
         PlacementSettings(
             grace=options.grace_period,
             cooldown=options.cooldown,
             capacity_hold=options.capacity_hold,
             workers=options.workers,
         ),
-        pending=app[LOCATIONS].unschedulable,
-        leadership=leadership,
+        pending=locations.unschedulable,
     )
-    app[LOCATIONS].stuck_listeners.append(app[PLACEMENT].on_stuck)
-    imports = ImportLoop(
-        acting, cache, app[LOCATIONS].crds, app[PLACEMENT].exclude, leadership.leading
+    sync = SyncLoop(
+        cache, app[FLEET].get, leadership, handoff, SyncSettings(workers=options.workers)
     )
-    app[SYNC] = SyncLoop(cache, app[FLEET], app[PLACEMENT], SyncSettings(workers=options.workers))
-    app[VIEW_ROWS] = ViewRows(cache, app[PLACEMENT], app[SYNC])
+    imports = ImportLoop(acting, cache, locations.crds, leadership)
+    handoff.handed.connect(sync.queue.add)
+    locations.stuck.connect(placement.on_stuck)
+    imports.verdicts.connect(placement.exclude)
+    app[DECIDER] = placement.decider
+    app[PROGRESS] = sync.progress
+    app[VIEW_ROWS] = ViewRows(cache, placement.decider, sync.progress)
     app[REMOTE_CACHES] = RemoteCaches(options.remote_cache_idle, options.remote_cache_max_objects)
     app[CHILD_AUTHZ] = ChildAuthorizers(
         options.child_authz_allowed_ttl, options.child_authz_denied_ttl
@@ -175,9 +181,9 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     app[LOOPS] = {
         "front-proxy": asyncio.create_task(app[FRONT_PROXY].run(), name="front-proxy"),
         "hub-cache": asyncio.create_task(cache.run(), name="hub-cache"),
-        "locations": asyncio.create_task(app[LOCATIONS].run(), name="locations"),
-        "placement": asyncio.create_task(app[PLACEMENT].run(), name="placement"),
-        "sync": asyncio.create_task(app[SYNC].run(), name="sync"),
+        "locations": asyncio.create_task(locations.run(), name="locations"),
+        "placement": asyncio.create_task(placement.run(), name="placement"),
+        "sync": asyncio.create_task(sync.run(), name="sync"),
         "imports": asyncio.create_task(imports.run(), name="imports"),
         "remote-caches": asyncio.create_task(app[REMOTE_CACHES].run(), name="remote-caches"),
     }

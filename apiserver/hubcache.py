@@ -1,6 +1,6 @@
 """One cache of the hub, shared by every loop and view (client-go's SharedInformerFactory).
 
-One informer per hub resource: every kind of `kinds.BUILTIN`, the kind of every established
+One informer per hub resource: every kind of `kinds.PLACED`, the kind of every established
 namespaced CRD (its objects are placed when they carry a strategy), Namespaces, Locations,
 PlacementPolicies and CRDs. Objects are handed out as cached and are read-only; whoever must
 change one copies it. Loops subscribe to changes; nobody reaches into another loop for hub objects.
@@ -13,11 +13,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 
+from aiohttp import web
+
 from apiserver import metrics
-from apiserver.kinds import BUILTIN, Key, Kind
-from apiserver.kube.client import Kube, Obj
+from apiserver.kinds import PLACED, Key, Kind, of_crd
+from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
-from apiserver.locations import model
+from apiserver.models import location as model
+from apiserver.objects import Obj
 from apiserver.placement import policy
 
 log = logging.getLogger(__name__)
@@ -42,7 +45,7 @@ class _Probe:
 class HubCache:
     def __init__(self, hub: Kube) -> None:
         self.hub = hub
-        self.kinds: dict[str, Kind] = dict(BUILTIN)
+        self.kinds: dict[str, Kind] = dict(PLACED)
         self.objects: dict[str, Informer] = {
             key: self._informer(key, kind) for key, kind in self.kinds.items()
         }
@@ -56,8 +59,6 @@ class HubCache:
         # arrived before it was sent.
         self._probes: dict[str, _Probe] = {}
         self._custom: dict[str, asyncio.Task[None]] = {}  # informers of CRD kinds
-        # Called with a kind key when a CRD kind starts or stops being watched.
-        self.kind_listeners: list[Callable[[str], None]] = []
 
     def _informer(self, key: str, kind: Kind) -> Informer:
         async def changed(event: str, obj: Obj, old: Obj | None) -> None:
@@ -193,7 +194,7 @@ class HubCache:
 
     async def _on_crd(self, event: str, crd: Obj, _: Obj | None) -> None:
         """Objects of a namespaced CRD are placed when they carry a strategy: watch them."""
-        kind = Kind.of_crd(crd)
+        kind = of_crd(crd)
         if kind is None:
             return
         established = any(
@@ -205,8 +206,7 @@ class HubCache:
             if task:
                 task.cancel()
             self.objects.pop(kind.key, None)
-            if self.kinds.pop(kind.key, None) is not None:
-                self._tell(kind.key)
+            self.kinds.pop(kind.key, None)
             return
         if self.kinds.get(kind.key) == kind:
             return
@@ -218,8 +218,6 @@ class HubCache:
         self._custom[kind.key] = asyncio.create_task(
             self.objects[kind.key].run(), name=f"hub {kind.collection}"
         )
-        self._tell(kind.key)
 
-    def _tell(self, kind: str) -> None:
-        for listener in self.kind_listeners:
-            listener(kind)
+
+HUB_CACHE = web.AppKey("hub_cache", HubCache)

@@ -35,7 +35,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from apiserver.kube.client import ApiError, Kube, Obj
+from aiohttp import web
+
+from apiserver.kube.client import ApiError, Kube
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 
@@ -297,3 +300,6 @@ def _now() -> datetime.datetime:
 
 def _micro(at: datetime.datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+LEADERSHIP = web.AppKey("leadership", Leadership)

@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiohttp import web
+
 from apiserver.leader import Timing
 from apiserver.readlimit import WAITS_PER_READ
 
@@ -267,3 +269,6 @@ def validate(options: Options) -> None:
             f"--leader-elect-lease-duration {lease:g}: whole seconds only (the Lease records "
             "leaseDurationSeconds)"
         )
+
+
+OPTIONS = web.AppKey("options", Options)

@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from enum import IntEnum
 
+from aiohttp import web
+
 from apiserver import metrics
 from apiserver.api import errors
 
@@ -73,3 +75,10 @@ class ReadLimiter:
                 future.set_result(None)
                 return
         self.free += 1
+
+
+# Turns for lists of either group; see --read-concurrency.
+READS = web.AppKey("reads", ReadLimiter)
+# Turns for reads waiting on children (remote.kmc.dev gets, lists not served from the caches):
+# they cost memory for the answers, not the loop's time, so more at once.
+WAITS = web.AppKey("waits", ReadLimiter)

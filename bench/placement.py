@@ -19,8 +19,9 @@ import sys
 import time
 from typing import Any
 
+from apiserver.kinds import DEPLOYMENT
 from apiserver.placement.engine import Candidate, Resources, decide
-from apiserver.placement.strategy import Strategy, default_strategy
+from apiserver.placement.strategy import Strategy
 
 SERVED = frozenset({"apps/v1/Deployment", "batch/v1/Job", "v1/ConfigMap"})
 
@@ -45,7 +46,7 @@ def _candidates(n: int) -> list[Candidate]:
 # One strategy of each kind the engine treats differently, by the name its figure carries.
 def _strategies() -> dict[str, Strategy]:
     return {
-        "split": default_strategy("Deployment"),
+        "split": Strategy(type="Split"),
         "split_capacity": Strategy.model_validate({"type": "Split", "weights": "capacity"}),
         "split_selector": Strategy.model_validate(
             {
@@ -86,7 +87,7 @@ def bench_decide(workloads: int = 10_000, locations: int = 50) -> list[dict[str,
     for name, group in by_type.items():
         started = time.process_time()
         for obj, strategy in group:
-            decide(obj, strategy, candidates, {}, now=1000.0)
+            decide(obj, DEPLOYMENT.shape(obj), strategy, candidates, {}, now=1000.0)
         spent[name] = time.process_time() - started
     ours = sum(spent.values())
     started = time.process_time()

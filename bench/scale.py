@@ -29,9 +29,9 @@ from typing import Any
 
 import aiohttp
 
+from apiserver.contract import read_placement
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
-from apiserver.placement.loop import read_placement
 from bench.converge import _cpu_seconds, _gone, _rss_mb
 from bench.objects import deployment, kwok_nodes
 from bench.remote import children, testbed

@@ -1,5 +1,5 @@
 """How long a watch event can trail the read that proves it was written: the margin behind
-`_SETTLE` in `apiserver/workloads.py`.
+`_SETTLE` in `apiserver/mc/handlers.py`.
 
 A list of `mc.kmc.dev` views without a resourceVersion must show every write made before it.
 kmc-apiserver asks the hub its current resourceVersion (a list of one item) and then waits
@@ -26,10 +26,10 @@ from typing import Any
 
 import aiohttp
 
-from apiserver import workloads
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
+from apiserver.mc import handlers as workloads
 from bench.report import row
 from kmc_testbed import config as bedconfig
 

@@ -31,7 +31,8 @@ from typing import Any
 import aiohttp
 
 from apiserver.kube import config as kubeconfig
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import ApiError, Kube
+from apiserver.objects import Obj
 from bench.objects import deployment
 from bench.report import row
 from kmc_testbed import bed

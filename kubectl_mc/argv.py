@@ -9,6 +9,8 @@ line is put in click's shape first; nothing is added or dropped but `--flag=fals
 
 from __future__ import annotations
 
+COMPLETE_VAR = "_KUBECTL_MC_COMPLETE"  # click's shell completion (see completion.py)
+
 # kubectl's global flags that take a value: they may come before the command name.
 GLOBAL_VALUE_FLAGS = frozenset(
     {"--kubeconfig", "--context", "--cluster", "--user", "--request-timeout", "-n", "--namespace"}

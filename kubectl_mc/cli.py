@@ -18,17 +18,13 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a few mill
 if TYPE_CHECKING:
     from kubectl_mc.get_flags import Values
 
-COMPLETE_VAR = "_KUBECTL_MC_COMPLETE"  # click's shell completion (see completion.py)
-
 
 def main() -> None:
-    from kubectl_mc.argv import normalize
+    from kubectl_mc.argv import COMPLETE_VAR, normalize
 
     args = sys.argv[1:]
     if args[:1] == ["__complete"]:  # cobra's convention: kubectl_complete-mc may be a
-        from kubectl_mc.completion import kubectl_complete  # one-line script running
-
-        kubectl_complete()  # `kubectl-mc __complete "$@"`
+        kubectl_complete()  # one-line script running `kubectl-mc __complete "$@"`
         return
     line = normalize(args)
     if COMPLETE_VAR not in os.environ:
@@ -46,6 +42,14 @@ def main() -> None:
     except BrokenPipeError:  # `kubectl mc get … | head`
         sys.stderr.close()
         sys.exit(0)
+
+
+def kubectl_complete() -> None:
+    """The `kubectl_complete-mc` executable kubectl runs for `kubectl mc <TAB>`."""
+    from kubectl_mc.commands import cli
+    from kubectl_mc.completion import cobra_lines
+
+    print("\n".join(cobra_lines(cli, sys.argv[1:])))
 
 
 def _quick(command: str, args: tuple[str, ...], values: Values) -> None:

@@ -9,30 +9,12 @@ the kubeconfig flags are accepted after the command name, as kubectl accepts the
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from kubectl_mc.hub import fail, hub_client, seconds
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def hub_options(f: F) -> F:
-    """--kubeconfig/--context/--cluster/--user/--request-timeout, as kubectl has them."""
-    for option in reversed(
-        [
-            click.option("--kubeconfig", help="Path to the kubeconfig file (the hub)."),
-            click.option("--context", "context_", help="The kubeconfig context to use."),
-            click.option("--cluster", help="The kubeconfig cluster to use."),
-            click.option("--user", help="The kubeconfig user to use."),
-            click.option("--request-timeout", default="30s", help="e.g. 1s, 2m; 0 = none."),
-        ]
-    ):
-        f = option(f)
-    return f
-
+from kubectl_mc.options import hub_args, hub_options
 
 # Commands defined in their own modules, imported when they are run (or listed by --help):
 # the module, and the command's name there when it is not the command's own.
@@ -88,7 +70,7 @@ def version(client_only: bool, output: str | None, **hub: Any) -> None:
         from kubectl_mc.kube import KubeError
 
         try:
-            found.update(versions.server_versions(hub_client(**_hub_args(hub))))
+            found.update(versions.server_versions(hub_client(**hub_args(hub))))
         except KubeError as err:
             problem = str(err)
     if output:
@@ -140,7 +122,7 @@ def join(
         if not sep or not key:
             fail(f"error: --labels takes k=v pairs separated by commas; {item!r} is not one")
         parsed[key.strip()] = value.strip()
-    client = hub_client(**_hub_args(hub))
+    client = hub_client(**hub_args(hub))
     try:
         verb = joining.join(client, name, cluster_kubeconfig, cluster_context, parsed, credentials)
     except joining.JoinError as err:
@@ -177,7 +159,7 @@ def unjoin(
     from kubectl_mc import join as joining
     from kubectl_mc.kube import KubeError
 
-    client = hub_client(**_hub_args(hub))
+    client = hub_client(**hub_args(hub))
     try:
         joining.unjoin(
             client,
@@ -193,13 +175,3 @@ def unjoin(
     except KubeError as err:
         fail(str(err))
     click.echo(f"location.kmc.dev/{name} unjoined")
-
-
-def _hub_args(options: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "kubeconfig": options["kubeconfig"],
-        "context": options["context_"],
-        "cluster": options["cluster"],
-        "user": options["user"],
-        "request_timeout": options["request_timeout"],
-    }

@@ -14,13 +14,12 @@ never an error in the middle of someone's command line.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 from click.shell_completion import CompletionItem
 
-from kubectl_mc.cli import COMPLETE_VAR
+from kubectl_mc.argv import COMPLETE_VAR
 
 NO_FILE_COMPLETION = 4  # cobra.ShellCompDirectiveNoFileComp
 TIMEOUT = 5.0  # seconds
@@ -122,13 +121,4 @@ def completion(shell: str) -> None:
     `kubectl mc <TAB>` in kubectl's own completion (kubectl >= 1.26) needs no script: kubectl
     runs kubectl_complete-mc, installed beside kubectl-mc.
     """
-    from kubectl_mc.commands import cli
-
-    click.echo(script(shell, cli))
-
-
-def kubectl_complete() -> None:
-    """The `kubectl_complete-mc` executable kubectl runs for `kubectl mc <TAB>`."""
-    from kubectl_mc.commands import cli
-
-    print("\n".join(cobra_lines(cli, sys.argv[1:])))
+    click.echo(script(shell, click.get_current_context().find_root().command))

@@ -10,10 +10,10 @@ went out as system:anonymous wherever kubectl runs an `exec` plugin, as on manag
   request first needs it, its answer reused until its `expirationTimestamp`, and run again
   once after a 401, as client-go does.
 
-Precedence is client-go's: a token, token file or client certificate in the kubeconfig
-means the exec plugin is not used. Standard library only, and cheap to import, since every
-command loads it: plain classes here, as a dataclass costs a few tenths of a millisecond
-to define.
+Precedence is client-go's (`kube.source_for` picks the source): a token, token file or client
+certificate in the kubeconfig means the exec plugin is not used. Standard library only, and
+cheap to import, since every command loads it: plain classes here, as a dataclass costs a few
+tenths of a millisecond to define.
 """
 
 from __future__ import annotations
@@ -179,29 +179,6 @@ class TokenFile:
     def refresh(self, stale: Credential) -> Credential | None:
         fresh = self.current()
         return fresh if fresh.token != stale.token else None
-
-
-def source_for(
-    user_name: str, user: dict[str, Any], cluster: dict[str, Any], tls: ClusterTLS
-) -> Source | None:
-    """The kubeconfig user's credential source; None for a user with no credentials at all.
-    Raises CredentialError for a user entry kubectl would refuse too."""
-    static = any(user.get(k) for k in ("token", "client-certificate", "client-certificate-data"))
-    if user.get("tokenFile") and not user.get("token"):
-        return TokenFile(user_name, user["tokenFile"], Static(user_name, tls, user))
-    if static:
-        return Static(user_name, tls, user)
-    if user.get("exec"):
-        from kubectl_mc.exec_plugin import ExecPlugin
-
-        return ExecPlugin.of(user_name, user["exec"], cluster, tls)
-    if user.get("auth-provider"):
-        name = (user["auth-provider"] or {}).get("name", "")
-        raise CredentialError(
-            f'user "{user_name}": the {name} auth-provider is not supported by kubectl mc; '
-            "use an exec credential plugin (kubectl's own providers were replaced by them)"
-        )
-    return None
 
 
 def _material(user_name: str, user: dict[str, Any], name: str) -> bytes | None:

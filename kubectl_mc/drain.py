@@ -114,13 +114,12 @@ def still_there(hub: Client, name: str) -> list[str]:
     what its hub object says holds it (`kubectl mc drain` says it when it times out). What
     else of ours is there (ConfigMaps, Secrets, …) follows the workloads out."""
     from kubectl_mc.kube import KubeError
-    from kubectl_mc.move import KINDS
-    from kubectl_mc.resources import REMOTE_KINDS
+    from kubectl_mc.resources import REMOTE_KINDS, WORKLOADS
 
     found: list[str] = []
     try:
-        for kind in KINDS.values():
-            listed = hub.get(REMOTE_KINDS[kind.plural].path(), labelSelector="kmc.dev/origin-uid")
+        for plural, kind in WORKLOADS.items():
+            listed = hub.get(REMOTE_KINDS[plural].path(), labelSelector="kmc.dev/origin-uid")
             for item in listed.get("items") or []:
                 meta = item.get("metadata") or {}
                 if (meta.get("annotations") or {}).get("kmc.dev/location") != name:

@@ -12,15 +12,15 @@ from typing import Any
 
 import click
 
-from kubectl_mc.commands import _hub_args, hub_options
 from kubectl_mc.hub import fail, hub_client, seconds
+from kubectl_mc.options import hub_args, hub_options
 
 
 def _set(name: str, unschedulable: bool, hub: dict[str, Any]) -> tuple[Any, int, bool]:
     from kubectl_mc.drain import NoSuchLocation, set_unschedulable
     from kubectl_mc.kube import KubeError
 
-    client = hub_client(**_hub_args(hub))
+    client = hub_client(**hub_args(hub))
     try:
         generation, changed = set_unschedulable(client, name, unschedulable)
     except NoSuchLocation as err:

@@ -8,12 +8,12 @@ from typing import Any
 
 import click
 
-from kubectl_mc.commands import _hub_args, hub_options
 from kubectl_mc.completion import (
     complete_namespaces,
     complete_resource_args,
     complete_subresources,
 )
+from kubectl_mc.options import hub_args, hub_options
 
 _GET_HELP = """Display one or many resources: the hub's workloads with where they run, the
 child clusters' objects, or the locations.
@@ -105,7 +105,7 @@ def get(
         all_namespaces,
         selector,
         field_selector,
-        get_run.HubFlags(**_hub_args(hub)),
+        get_run.HubFlags(**hub_args(hub)),
     )
 
 
@@ -136,5 +136,5 @@ def describe(
         all_namespaces,
         selector,
         field_selector,
-        get_run.HubFlags(**_hub_args(hub)),
+        get_run.HubFlags(**hub_args(hub)),
     )

@@ -22,7 +22,13 @@ import sys
 import threading
 
 from kubectl_mc import __version__
-from kubectl_mc.credentials import ClusterTLS, Credential, CredentialError, source_for
+from kubectl_mc.credentials import (
+    ClusterTLS,
+    Credential,
+    CredentialError,
+    Static,
+    TokenFile,
+)
 from kubectl_mc.http11 import Connection, Response
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a few milliseconds
@@ -446,3 +452,26 @@ def query_string(params: Params) -> str:
 
 def _quoted(text: str) -> str:
     return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in text.encode())
+
+
+def source_for(
+    user_name: str, user: dict[str, Any], cluster: dict[str, Any], tls: ClusterTLS
+) -> Source | None:
+    """The kubeconfig user's credential source; None for a user with no credentials at all.
+    Raises CredentialError for a user entry kubectl would refuse too."""
+    static = any(user.get(k) for k in ("token", "client-certificate", "client-certificate-data"))
+    if user.get("tokenFile") and not user.get("token"):
+        return TokenFile(user_name, user["tokenFile"], Static(user_name, tls, user))
+    if static:
+        return Static(user_name, tls, user)
+    if user.get("exec"):
+        from kubectl_mc.exec_plugin import ExecPlugin
+
+        return ExecPlugin.of(user_name, user["exec"], cluster, tls)
+    if user.get("auth-provider"):
+        name = (user["auth-provider"] or {}).get("name", "")
+        raise CredentialError(
+            f'user "{user_name}": the {name} auth-provider is not supported by kubectl mc; '
+            "use an exec credential plugin (kubectl's own providers were replaced by them)"
+        )
+    return None

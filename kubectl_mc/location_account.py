@@ -44,10 +44,17 @@ RULES: list[tuple[str, dict[str, Any]]] = [
     ),
     ("sync: Jobs, the same", {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": _WRITE}),
     (
-        "sync: what pod templates refer to (follows its workloads), and a namespace's quota share",
+        "sync: what pod templates refer to (follows its workloads), and a namespace's quota "
+        "share and limit ranges",
         {
             "apiGroups": [""],
-            "resources": ["configmaps", "secrets", "serviceaccounts", "resourcequotas"],
+            "resources": [
+                "configmaps",
+                "secrets",
+                "serviceaccounts",
+                "resourcequotas",
+                "limitranges",
+            ],
             "verbs": _WRITE,
         },
     ),

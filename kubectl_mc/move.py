@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubectl_mc.drain import NoSuchLocation
+from kubectl_mc.resources import WORKLOADS, Workload
 
 if TYPE_CHECKING:
     from kubectl_mc.kube import Client
@@ -48,41 +49,13 @@ class MoveError(Exception):
     """What cannot be done and why, in one line (printed as `error: …`)."""
 
 
-@dataclass(frozen=True)
-class Kind:
-    plural: str
-    singular: str
-    group: str
-    version: str
-    divided: bool  # replicas are divided between locations (else a whole copy in each)
-
-    def path(self, namespace: str, name: str) -> str:
-        return f"/apis/{self.group}/{self.version}/namespaces/{namespace}/{self.plural}/{name}"
-
-    def view(self, namespace: str, name: str) -> str:
-        return f"{VIEWS}/namespaces/{namespace}/{self.plural}/{name}"
-
-    def shown(self, name: str) -> str:
-        """kubectl's `-o name`: deployment.apps/web."""
-        return f"{self.singular}.{self.group}/{name}"
-
-
-KINDS = {
-    kind.plural: kind
-    for kind in (
-        Kind("deployments", "deployment", "apps", "v1", True),
-        Kind("statefulsets", "statefulset", "apps", "v1", True),
-        Kind("replicasets", "replicaset", "apps", "v1", True),
-        Kind("jobs", "job", "batch", "v1", True),
-        Kind("daemonsets", "daemonset", "apps", "v1", False),
-    )
-}
-SHORT = {"deploy": "deployments", "sts": "statefulsets", "rs": "replicasets", "ds": "daemonsets"}
+KINDS = WORKLOADS
+SHORT = {short: plural for plural, w in WORKLOADS.items() for short in w.shorts}
 # Kinds whose rows count ready and available pods against the desired replicas.
-COUNTED = frozenset({"deployments", "statefulsets", "replicasets"})
+COUNTED = frozenset(plural for plural, w in WORKLOADS.items() if w.counted)
 
 
-def parse_ref(text: str) -> tuple[Kind, str]:
+def parse_ref(text: str) -> tuple[Workload, str]:
     """`deployment/web`, `deploy/web`, `deployments.apps/web` … → (kind, name)."""
     resource, _, name = text.partition("/")
     if not resource or not name or "/" in name:
@@ -127,7 +100,7 @@ class Plan:
 
 def plan(
     request: Request,
-    kind: Kind,
+    kind: Workload,
     shown: str,
     current: Mapping[str, Any],
     placement: Mapping[str, int | None],
@@ -180,7 +153,7 @@ def plan(
 
 def _exact(
     new: Obj,
-    kind: Kind,
+    kind: Workload,
     shown: str,
     placement: Mapping[str, int | None],
     source: str,
@@ -273,14 +246,16 @@ def undo_patch(previous: Mapping[str, Any], source: str, written: Mapping[str, A
     return {"spec": merge_patch_from(written, previous)}
 
 
-def undo_command(kind: Kind, name: str, namespace: str, patch: Obj, flags: Sequence[str]) -> str:
+def undo_command(
+    kind: Workload, name: str, namespace: str, patch: Obj, flags: Sequence[str]
+) -> str:
     resource = f"{kind.plural}.mc.kmc.dev"
     args = ["kubectl", "patch", resource, name, "-n", namespace, "--subresource", "strategy"]
     text = json.dumps(patch, separators=(",", ":"))
     return shlex.join([*args, "--type=merge", "-p", text, *flags])
 
 
-def wait_command(kind: Kind, name: str, namespace: str, flags: Sequence[str]) -> str:
+def wait_command(kind: Workload, name: str, namespace: str, flags: Sequence[str]) -> str:
     args = ["kubectl", "mc", "move", f"{kind.singular}/{name}", "-n", namespace, "--wait"]
     return shlex.join([*args, *flags])
 
@@ -294,7 +269,7 @@ class Started:
     undo: Obj  # the patch that undoes it
 
 
-def start(hub: Client, kind: Kind, name: str, namespace: str, request: Request) -> Started:
+def start(hub: Client, kind: Workload, name: str, namespace: str, request: Request) -> Started:
     """Write the strategy for `request`; KubeError (NotFound…), NoSuchLocation, MoveError."""
     from kubectl_mc.kube import KubeError
 
@@ -310,7 +285,7 @@ def start(hub: Client, kind: Kind, name: str, namespace: str, request: Request) 
     raise AssertionError("unreachable")
 
 
-def _start(hub: Client, kind: Kind, name: str, namespace: str, request: Request) -> Started:
+def _start(hub: Client, kind: Workload, name: str, namespace: str, request: Request) -> Started:
     obj = hub.get(kind.path(namespace, name))
     meta = obj["metadata"]
     strategy_path = kind.view(namespace, name) + "/strategy"
@@ -357,7 +332,7 @@ def _placement_of(obj: Obj) -> dict[str, int | None]:
     return placement if isinstance(placement, dict) else {}
 
 
-def settled(kind: Kind, view: Mapping[str, Any], expected: Mapping[str, int] | None) -> bool:
+def settled(kind: Workload, view: Mapping[str, Any], expected: Mapping[str, int] | None) -> bool:
     """Done: placed as asked, every location Synced, and (for kinds with replicas) every
     replica ready and available where it is placed. A location being left is never Synced:
     it shows as Evacuating until its child is gone."""
@@ -388,7 +363,7 @@ class Stopped(Exception):
 
 def wait(
     hub: Client,
-    kind: Kind,
+    kind: Workload,
     name: str,
     namespace: str,
     expected: Mapping[str, int] | None,

@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from kubectl_mc.commands import _hub_args, hub_options
 from kubectl_mc.hub import fail, hub_client, seconds
+from kubectl_mc.options import hub_args, hub_options
 
 
 def namespace_of(given: str | None, hub: dict[str, Any]) -> str:
@@ -87,7 +87,7 @@ def move(
     except moving.MoveError as err:
         fail(f"error: {err}")
     ns = namespace_of(namespace, hub)
-    client = hub_client(**_hub_args(hub))
+    client = hub_client(**hub_args(hub))
     shown = kind.shown(name)
     waiting_only = not request.locations() and replicas is None
     if waiting_only and not wait:

@@ -75,14 +75,59 @@ class Resource:
         return path
 
 
-# plural → (kind, singular, short names)
-_WORKLOADS = {
-    "deployments": ("Deployment", "deployment", ("deploy",)),
-    "statefulsets": ("StatefulSet", "statefulset", ("sts",)),
-    "replicasets": ("ReplicaSet", "replicaset", ("rs",)),
-    "jobs": ("Job", "job", ()),
-    "daemonsets": ("DaemonSet", "daemonset", ("ds",)),
+class Workload:
+    """A workload kind the hub places: what `get`, `move` and `drain` know of it."""
+
+    __slots__ = (
+        "counted",
+        "divided",
+        "group",
+        "kind",
+        "plural",
+        "shorts",
+        "singular",
+        "version",
+    )
+
+    def __init__(
+        self,
+        plural: str,
+        kind: str,
+        singular: str,
+        shorts: tuple[str, ...],
+        api_version: str,
+        divided: bool,  # replicas are divided between locations (else a whole copy in each)
+        counted: bool,  # its rows count ready and available pods against desired replicas
+    ) -> None:
+        self.plural, self.kind, self.singular, self.shorts = plural, kind, singular, shorts
+        self.group, _, self.version = api_version.partition("/")
+        self.divided, self.counted = divided, counted
+
+    def path(self, namespace: str, name: str) -> str:
+        """The hub object's own path."""
+        return f"/apis/{self.group}/{self.version}/namespaces/{namespace}/{self.plural}/{name}"
+
+    def view(self, namespace: str, name: str) -> str:
+        """Its `mc.kmc.dev` view's path."""
+        return f"/apis/{MC}/{VERSION}/namespaces/{namespace}/{self.plural}/{name}"
+
+    def shown(self, name: str) -> str:
+        """kubectl's `-o name`: deployment.apps/web."""
+        return f"{self.singular}.{self.group}/{name}"
+
+
+# The one table of workload kinds, by plural.
+WORKLOADS = {
+    w.plural: w
+    for w in (
+        Workload("deployments", "Deployment", "deployment", ("deploy",), "apps/v1", True, True),
+        Workload("statefulsets", "StatefulSet", "statefulset", ("sts",), "apps/v1", True, True),
+        Workload("replicasets", "ReplicaSet", "replicaset", ("rs",), "apps/v1", True, True),
+        Workload("jobs", "Job", "job", (), "batch/v1", True, False),
+        Workload("daemonsets", "DaemonSet", "daemonset", ("ds",), "apps/v1", False, False),
+    )
 }
+_WORKLOADS = {p: (w.kind, w.singular, w.shorts) for p, w in WORKLOADS.items()}
 _CHILD_ONLY = {
     "pods": ("Pod", "pod", ("po",)),
     "events": ("Event", "event", ("ev",)),

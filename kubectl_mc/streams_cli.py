@@ -13,9 +13,9 @@ from typing import Any
 
 import click
 
-from kubectl_mc.commands import _hub_args, hub_options
 from kubectl_mc.hub import fail, hub_client, seconds
 from kubectl_mc.move_cli import namespace_of
+from kubectl_mc.options import hub_args, hub_options
 
 
 def _say(text: str) -> None:
@@ -87,7 +87,7 @@ def logs(
         since_time=since_time,
         tail=tail if tail is not None else (10 if selector else -1),
     )
-    client = hub_client(**_hub_args(hub))
+    client = hub_client(**hub_args(hub))
     ns = namespace_of(namespace, hub)
     try:
         pods = reading.pods_of(client, ns, target, selector)
@@ -164,7 +164,7 @@ def port_forward(
     from kubectl_mc.kube import KubeError
 
     pod = pod.removeprefix("pod/").removeprefix("pods/")
-    client = hub_client(**_hub_args(hub))
+    client = hub_client(**hub_args(hub))
     try:
         pairs = portforward.parse_ports(list(ports))
         portforward.run(

@@ -41,8 +41,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from multidict import MultiMapping
 
-from apiserver.kube.client import Kube, Obj
+from apiserver.kube.client import Kube, failure
 from apiserver.kube.informer import Informer
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 
@@ -376,15 +377,7 @@ def _unescape_extra_key(encoded: str) -> str:
 
 def unauthorized_status() -> Obj:
     """The body of a 401, as kube-apiserver sends it (the reason stays in our log)."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": "Unauthorized",
-        "reason": "Unauthorized",
-        "code": 401,
-    }
+    return failure(401, "Unauthorized", "Unauthorized")
 
 
 class FrontProxyWatch:
@@ -461,3 +454,7 @@ class FrontProxyWatch:
                 "set --requestheader-allowed-names on the hub's kube-apiserver",
                 CONFIGMAP,
             )
+
+
+AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
+FRONT_PROXY = web.AppKey("front_proxy", FrontProxyWatch)

@@ -29,8 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from aiohttp import web
+
 from apiserver.api.authn import UserInfo
-from apiserver.kube.client import ApiError, Obj
+from apiserver.kube.client import ApiError, failure
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 
@@ -202,16 +205,8 @@ def denial_status(decision: Decision, user: UserInfo, attrs: AnyAttributes) -> O
     InternalError when the hub could not decide, else 403 Forbidden with its exact message
     (`… is forbidden: User "u" cannot get resource "x" in API group "g" …: <reason>`)."""
     if decision.error:
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": f"Internal error occurred: {decision.error}",
-            "reason": "InternalError",
-            "details": {"causes": [{"message": decision.error}]},
-            "code": 500,
-        }
+        message = f"Internal error occurred: {decision.error}"
+        return failure(500, "InternalError", message, {"causes": [{"message": decision.error}]})
     message = _forbidden_message(user, attrs)
     if decision.reason:
         message = f"{message}: {decision.reason}"
@@ -225,16 +220,8 @@ def denial_status(decision: Decision, user: UserInfo, attrs: AnyAttributes) -> O
         message = f"{qualified} is forbidden: {message}"
     else:
         message = f"{qualified} {_quote(name)} is forbidden: {message}"
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": "Forbidden",
-        "details": {k: v for k, v in (("name", name), ("group", group), ("kind", resource)) if v},
-        "code": 403,
-    }
+    details = {k: v for k, v in (("name", name), ("group", group), ("kind", resource)) if v}
+    return failure(403, "Forbidden", message, details)
 
 
 def _forbidden_message(user: UserInfo, attrs: AnyAttributes) -> str:
@@ -256,3 +243,6 @@ def _forbidden_message(user: UserInfo, attrs: AnyAttributes) -> str:
 def _quote(text: str) -> str:
     """Go's %q for the printable strings Kubernetes names are."""
     return json.dumps(text, ensure_ascii=False)
+
+
+AUTHORIZER = web.AppKey("authorizer", Authorizer)

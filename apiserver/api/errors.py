@@ -1,4 +1,5 @@
-"""Kubernetes `Status` errors, worded the way kube-apiserver words them.
+"""Kubernetes `Status` errors, worded the way kube-apiserver words them: the constructors of our
+one error type (`kube.client.ApiError`) for what this server answers.
 
 kubectl prints an aggregated server's failures as `Error from server (Reason): message`, and
 scripts, controllers and people match on those reasons and sentences. So every failure this
@@ -16,37 +17,17 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from apiserver.kube.client import ApiError, Obj
+from apiserver.kube.client import ApiError, failure
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class StatusError(Exception):
-    """A failure answered with a Kubernetes `Status` body (raise it from any handler)."""
-
-    def __init__(self, status: Obj) -> None:
-        self.status = status
-        self.code = int(status.get("code") or 500)
-        self.reason = str(status.get("reason", "Unknown"))
-        super().__init__(str(status.get("message", self.reason)))
-
-
 def status(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
     """A failure `Status` (fields in the order kube-apiserver writes them)."""
-    body: Obj = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-    }
-    if details is not None:
-        body["details"] = details
-    body["code"] = code
-    return body
+    return failure(code, reason, message, details)
 
 
 def _details(**fields: Any) -> Obj:
@@ -64,12 +45,12 @@ def quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def bad_request(message: str) -> StatusError:
-    return StatusError(status(400, "BadRequest", message))
+def bad_request(message: str) -> ApiError:
+    return ApiError(status(400, "BadRequest", message))
 
 
-def unauthorized(message: str = "Unauthorized") -> StatusError:
-    return StatusError(status(401, "Unauthorized", message or "not authorized"))
+def unauthorized(message: str = "Unauthorized") -> ApiError:
+    return ApiError(status(401, "Unauthorized", message or "not authorized"))
 
 
 def forbidden(
@@ -81,7 +62,7 @@ def forbidden(
     subresource: str = "",
     name: str = "",
     reason: str = "",
-) -> StatusError:
+) -> ApiError:
     """What the authorization filter answers when the authorizer says no."""
     what = f"{resource}/{subresource}" if subresource else resource
     where = f"in the namespace {quote(namespace)}" if namespace else "at the cluster scope"
@@ -94,49 +75,47 @@ def forbidden(
     qualified = _qualified(resource, group)
     subject = f"{qualified} {quote(name)}" if name else qualified
     details = _details(name=name, group=group, kind=resource)
-    return StatusError(status(403, "Forbidden", f"{subject} is forbidden: {why}", details))
+    return ApiError(status(403, "Forbidden", f"{subject} is forbidden: {why}", details))
 
 
-def forbidden_path(user: str, verb: str, path: str, reason: str = "") -> StatusError:
+def forbidden_path(user: str, verb: str, path: str, reason: str = "") -> ApiError:
     """The same for a non-resource path (`/openapi/v2`, `/healthz`…)."""
     why = f"User {quote(user)} cannot {verb} path {quote(path)}"
     if reason:
         why = f"{why}: {reason}"
-    return StatusError(status(403, "Forbidden", f"forbidden: {why}", {}))
+    return ApiError(status(403, "Forbidden", f"forbidden: {why}", {}))
 
 
-def not_found(resource: str, group: str, name: str) -> StatusError:
+def not_found(resource: str, group: str, name: str) -> ApiError:
     message = f"{_qualified(resource, group)} {quote(name)} not found"
     details = _details(name=name, group=group, kind=resource)
-    return StatusError(status(404, "NotFound", message, details))
+    return ApiError(status(404, "NotFound", message, details))
 
 
-def route_not_found() -> StatusError:
+def route_not_found() -> ApiError:
     """No handler for this path: kube-apiserver's answer for an unknown URL."""
-    return StatusError(
-        status(404, "NotFound", "the server could not find the requested resource", {})
-    )
+    return ApiError(status(404, "NotFound", "the server could not find the requested resource", {}))
 
 
-def method_not_supported(verb: str = "", resource: str = "", group: str = "") -> StatusError:
+def method_not_supported(verb: str = "", resource: str = "", group: str = "") -> ApiError:
     """405; with a resource the message names it like client-go does: `… (create pods)`."""
     message = "the server does not allow this method on the requested resource"
     if resource:
         message = f"{message} ({verb.lower()} {_qualified(resource, group)})"
     details = _details(group=group, kind=resource)
-    return StatusError(status(405, "MethodNotAllowed", message, details))
+    return ApiError(status(405, "MethodNotAllowed", message, details))
 
 
-def not_acceptable(message: str) -> StatusError:
-    return StatusError(status(406, "NotAcceptable", message))
+def not_acceptable(message: str) -> ApiError:
+    return ApiError(status(406, "NotAcceptable", message))
 
 
-def conflict(message: str) -> StatusError:
-    return StatusError(status(409, "Conflict", message))
+def conflict(message: str) -> ApiError:
+    return ApiError(status(409, "Conflict", message))
 
 
-def expired(message: str) -> StatusError:
-    return StatusError(status(410, "Expired", message))
+def expired(message: str) -> ApiError:
+    return ApiError(status(410, "Expired", message))
 
 
 def invalid_value(value: Any, detail: str) -> str:
@@ -154,7 +133,7 @@ def invalid_value(value: Any, detail: str) -> str:
     return f"Invalid value: {shown}: {detail}" if detail else f"Invalid value: {shown}"
 
 
-def invalid(kind: str, group: str, name: str, causes: Sequence[tuple[str, str]]) -> StatusError:
+def invalid(kind: str, group: str, name: str, causes: Sequence[tuple[str, str]]) -> ApiError:
     """422 for an object that fails validation; each cause is (field path, message)
     where the message is usually `invalid_value(value, detail)`."""
     subject = f"{_qualified(kind, group)} {quote(name)} is invalid"
@@ -169,29 +148,29 @@ def invalid(kind: str, group: str, name: str, causes: Sequence[tuple[str, str]])
         {"reason": "FieldValueInvalid", "message": message, "field": field}
         for field, message in causes
     ]
-    return StatusError(status(422, "Invalid", subject, details))
+    return ApiError(status(422, "Invalid", subject, details))
 
 
-def internal(exc: BaseException) -> StatusError:
+def internal(exc: BaseException) -> ApiError:
     text = str(exc) or type(exc).__name__
     details = {"causes": [{"message": text}]}
-    return StatusError(status(500, "InternalError", f"Internal error occurred: {text}", details))
+    return ApiError(status(500, "InternalError", f"Internal error occurred: {text}", details))
 
 
-def unavailable(message: str) -> StatusError:
-    return StatusError(status(503, "ServiceUnavailable", message))
+def unavailable(message: str) -> ApiError:
+    return ApiError(status(503, "ServiceUnavailable", message))
 
 
-def too_many_requests(message: str, retry_after: int) -> StatusError:
+def too_many_requests(message: str, retry_after: int) -> ApiError:
     """429 with Retry-After, as kube-apiserver's priority and fairness answers."""
     details = _details(retryAfterSeconds=retry_after)
-    return StatusError(status(429, "TooManyRequests", message, details))
+    return ApiError(status(429, "TooManyRequests", message, details))
 
 
-def timeout(message: str, retry_after_seconds: int = 0) -> StatusError:
+def timeout(message: str, retry_after_seconds: int = 0) -> ApiError:
     """504; kube-apiserver prefixes the message with `Timeout: `."""
     details = _details(retryAfterSeconds=retry_after_seconds)
-    return StatusError(status(504, "Timeout", f"Timeout: {message}", details))
+    return ApiError(status(504, "Timeout", f"Timeout: {message}", details))
 
 
 def status_response(body: Obj) -> web.Response:
@@ -245,8 +224,6 @@ async def status_errors(request: web.Request, handler: Handler) -> web.StreamRes
     """Every failure becomes a `Status` response; successful responses pass untouched."""
     try:
         return await handler(request)
-    except StatusError as err:
-        return status_response(err.status)
     except ApiError as err:
         return status_response(err.status)
     except web.HTTPException as exc:

@@ -17,11 +17,22 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from apiserver.api import requestinfo
-from apiserver.api.authn import Unauthenticated, UserInfo, peer_certificate, unauthorized_status
-from apiserver.api.authz import AnyAttributes, Attributes, NonResourceAttributes, denial_status
+from apiserver.api.authn import (
+    AUTHENTICATOR,
+    Unauthenticated,
+    UserInfo,
+    peer_certificate,
+    unauthorized_status,
+)
+from apiserver.api.authz import (
+    AUTHORIZER,
+    AnyAttributes,
+    Attributes,
+    NonResourceAttributes,
+    denial_status,
+)
 from apiserver.api.errors import status_response
 from apiserver.api.requestinfo import RequestInfo
-from apiserver.keys import AUTHENTICATOR, AUTHORIZER
 
 log = logging.getLogger(__name__)
 

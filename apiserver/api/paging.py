@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from apiserver.api import errors, requestinfo
-from apiserver.kube.client import Obj
+from apiserver.contract import LOCATION
+from apiserver.kube.client import ApiError
+from apiserver.objects import Obj
 
-LOCATION_ANNOTATION = "kmc.dev/location"
 TOKEN_VERSION = 1
 
 Key = tuple[str, str, str]
@@ -40,7 +41,7 @@ def sort_key(obj: Obj) -> Key:
     return (
         str(metadata.get("namespace") or ""),
         str(metadata.get("name") or ""),
-        str(annotations.get(LOCATION_ANNOTATION) or ""),
+        str(annotations.get(LOCATION) or ""),
     )
 
 
@@ -76,7 +77,7 @@ def decode_continue(text: str) -> Continue:
     return Continue(rv, (start[0], start[1], start[2]))
 
 
-def _invalid_continue(why: str) -> errors.StatusError:
+def _invalid_continue(why: str) -> ApiError:
     return errors.bad_request(f"invalid continue token: continue key is not valid: {why}")
 
 

@@ -2,7 +2,7 @@
 
 Discovery (`/apis/...`) and OpenAPI (`/openapi/v2`, `/openapi/v3`) are two renderings of the same
 facts: which resources exist, their kinds, scopes, verbs, sub-resources and schemas. Keeping
-those facts in one table of frozen values (`apiserver.resources.RESOURCES`) means the renderings
+those facts in one table of frozen values (each wing's `resources.py`) means the renderings
 cannot drift apart, and request handlers can look up the very entries that discovery announced.
 
 Schemas are OpenAPI v3 JSON schemas in one neutral dialect that the renderers translate:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from apiserver.api import errors, selectors
+from apiserver.kube.client import ApiError
 
 API_PREFIXES = frozenset({"api", "apis"})
 GROUPLESS_PREFIXES = frozenset({"api"})
@@ -118,7 +119,7 @@ def _single_name(query: Mapping[str, str]) -> str:
     try:
         selectors.parse_labels(query.get("labelSelector"))
         fields = selectors.parse_fields(query.get("fieldSelector"))
-    except errors.StatusError:
+    except ApiError:
         return ""
     for requirement in fields.requirements:
         if requirement.path == "metadata.name" and not requirement.negated:

@@ -16,8 +16,7 @@ from multidict import CIMultiDict
 
 from apiserver.api import table
 from apiserver.api.table import Column, Wanted
-
-Obj = dict[str, Any]
+from apiserver.objects import Obj
 
 
 def json_response(

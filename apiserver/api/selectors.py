@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiserver.api import errors
+from apiserver.objects import ReadOnly
 
 # --- label selectors ----------------------------------------------------------------------------
 
@@ -347,7 +348,7 @@ class FieldRequirement:
     value: str
     negated: bool = False  # `!=`
 
-    def matches(self, obj: Mapping[str, Any]) -> bool:
+    def matches(self, obj: ReadOnly) -> bool:
         return (field_value(obj, self.path) == self.value) != self.negated
 
 
@@ -355,7 +356,7 @@ class FieldRequirement:
 class FieldSelectorQuery:
     requirements: tuple[FieldRequirement, ...] = ()
 
-    def matches(self, obj: Mapping[str, Any]) -> bool:
+    def matches(self, obj: ReadOnly) -> bool:
         return all(requirement.matches(obj) for requirement in self.requirements)
 
     @property
@@ -391,7 +392,7 @@ def field_paths(selector: FieldSelectorQuery) -> set[str]:
     return {requirement.path for requirement in selector.requirements}
 
 
-def field_value(obj: Mapping[str, Any], path: str) -> str:
+def field_value(obj: ReadOnly, path: str) -> str:
     """The value at a dotted path of a raw object as a field selector sees it ("" if absent)."""
     current: Any = obj
     for part in path.split("."):

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from apiserver.api import errors
-from apiserver.kube.client import Obj
+from apiserver.objects import Obj
 
 IncludeObject = Literal["None", "Metadata", "Object"]
 INCLUDE_OBJECT_VALUES: tuple[IncludeObject, ...] = ("None", "Metadata", "Object")

@@ -28,8 +28,7 @@ from typing import Any
 
 from apiserver.imports.schema import Schema, canonical, common, narrowed
 from apiserver.imports.validate import errors
-
-Obj = dict[str, Any]
+from apiserver.objects import Obj
 
 
 class State(StrEnum):

@@ -7,6 +7,10 @@ disappear" case) and a value one location refuses would never get there. So, nod
 
 - a field exists only if every location has it (or accepts any value there) with a compatible
   type (`integer` and `number` meet at `integer`); otherwise it is left out;
+- keys an object does not name meet the same way: refused if any location refuses them, else
+  the common subset of the typed `additionalProperties` (which, where present, decide over
+  preserve-unknown-fields); a field left out where the hub keeps unknown fields takes its
+  parent out, as the hub could not refuse that one key;
 - `required` is the union (a required field that cannot be kept takes its parent out with it);
 - `enum` is the intersection, numeric and length bounds the tightest, `nullable` only if all;
 - `x-kubernetes-*` list/map semantics (list-type, list-map-keys, map-type,
@@ -232,46 +236,78 @@ def _lookup(schema: Schema, key: str, root: bool = False) -> _Lookup:
     properties = schema.get("properties") or {}
     if key in properties:
         return properties[key]  # type: ignore[no-any-return]
+    extra = _extra(schema)
+    if extra is None and (root or schema.get("x-kubernetes-embedded-resource")):
+        return ANY if key in TOP_LEVEL else None
+    return extra
+
+
+def _extra(schema: Schema) -> _Lookup:
+    """What `schema` says of a key it does not name. A typed `additionalProperties` comes
+    first: next to it `x-kubernetes-preserve-unknown-fields` keeps nothing more, so two
+    locations that both preserve unknown fields may still disagree on what such a key holds."""
     extra = schema.get("additionalProperties")
     if isinstance(extra, dict):
         return extra
     if extra is True or schema.get("x-kubernetes-preserve-unknown-fields"):
         return ANY
-    if (root or schema.get("x-kubernetes-embedded-resource")) and key in TOP_LEVEL:
-        return ANY
     return None
 
 
+def _meet(extras: list[_Lookup]) -> _Lookup:
+    """The common policy for keys no location names: refused if any location refuses them,
+    any value if all take any, else the common subset of the typed ones (None: refused)."""
+    if any(e is None for e in extras):
+        return None
+    typed = [e for e in extras if isinstance(e, dict)]
+    return _common(typed) if typed else ANY
+
+
 def _object(schemas: list[Schema], out: Schema, root: bool) -> bool:
-    """Properties, additionalProperties and required into `out`; False: no common object."""
+    """Properties, additionalProperties and required into `out`; False: no common object.
+
+    A key's value is judged against what each location says of that key, named or not (a
+    location's typed additionalProperties, or its preserve-unknown-fields, speaks for every key
+    it does not name). The hub's own policy for the keys it does not name (its
+    additionalProperties and preserve-unknown-fields) must then be no wider than every
+    location's policy for every such key: the ones no location names and the ones some location
+    names but the hub could not keep. A structural schema cannot say "any key but these", so a
+    key left out must be refused outright; preserve-unknown-fields must stay as the locations
+    have it (SEMANTICS), so a hub node that would have to drop it is left out instead."""
     named = any("properties" in s for s in schemas)
-    if not named:
-        extras = [s.get("additionalProperties") for s in schemas]
-        typed = [e for e in extras if isinstance(e, dict)]
-        if typed and all(isinstance(e, dict) or e is True for e in extras):
-            merged = _common(typed)
-            if merged is None:
-                return False
-            out["additionalProperties"] = merged
-        elif extras and all(e is True for e in extras):
-            out["additionalProperties"] = True
     properties: Schema = {}
+    dropped: list[str] = []
     for key in _keys(s.get("properties") or {} for s in schemas):
         found = [_lookup(s, key, root) for s in schemas]
-        if any(f is None for f in found):
-            continue
         typed = [f for f in found if isinstance(f, dict)]
-        if not typed:
-            continue  # every location keeps it as unknown data: so does the hub
-        merged = _common(typed)
-        if merged is not None:
+        merged = _common(typed) if typed and None not in found else None
+        if merged is None:
+            dropped.append(key)
+        else:
             properties[key] = merged
-    if named:
+    extra = None if dropped else _meet([_extra(s) for s in schemas])
+    if isinstance(extra, dict) and properties:
+        # Properties and a typed additionalProperties exclude each other in a structural
+        # schema. Where the node must stay open, one schema for every key keeps it; otherwise
+        # the named fields keep their own schemas and other keys are refused.
+        if out.get("x-kubernetes-preserve-unknown-fields"):
+            extra = _common([extra, *properties.values()])
+            properties = {} if extra is not None else properties
+        else:
+            extra = None
+    if isinstance(extra, dict):
+        out["additionalProperties"] = extra
+    elif extra is ANY and all(s.get("additionalProperties") is True for s in schemas):
+        out["additionalProperties"] = True
+    if extra is None and out.get("x-kubernetes-preserve-unknown-fields"):
+        return False  # it would take, under any key, what some location refuses
+    if named and (properties or not isinstance(extra, dict)):
         out["properties"] = properties
+    if any(_lookup(out, key, root) is not None for key in dropped):
+        return False  # apiVersion, kind or metadata at the top: the hub takes them regardless
     required = _keys(s.get("required") or [] for s in schemas)
     if required:
-        open_ = out.get("x-kubernetes-preserve-unknown-fields") or "additionalProperties" in out
-        if any(r not in properties and not open_ for r in required):
+        if any(_lookup(out, r, root) is None for r in required):
             return False
         out["required"] = required
     return True

@@ -17,13 +17,14 @@ from typing import Any, cast
 
 import aiohttp
 import msgspec
+from aiohttp import web
 from multidict import CIMultiDict
 
 from apiserver import metrics
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
@@ -34,27 +35,35 @@ READS = frozenset({"GET", "HEAD"})
 
 
 class ApiError(Exception):
-    """A Kubernetes `Status` failure (or one we made for a transport problem)."""
+    """A Kubernetes `Status` failure: the one error type, end to end. A cluster's answer (or
+    one we made for a transport problem) here; our own answers to callers are made by the
+    constructors in `api/errors.py`, and the server's middleware sends any of them as is."""
 
     def __init__(self, status: Obj) -> None:
         self.status = status
-        self.code = int(status.get("code", 0))
+        self.code = int(status.get("code") or 500)
         self.reason = str(status.get("reason", "Unknown"))
         super().__init__(str(status.get("message", self.reason)))
 
     @classmethod
-    def of(cls, code: int, reason: str, message: str) -> ApiError:
-        return cls(
-            {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Failure",
-                "code": code,
-                "reason": reason,
-                "message": message,
-            }
-        )
+    def of(cls, code: int, reason: str, message: str, details: Obj | None = None) -> ApiError:
+        return cls(failure(code, reason, message, details))
+
+
+def failure(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
+    """A failure `Status` body, fields in the order kube-apiserver writes them."""
+    body: Obj = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+    }
+    if details is not None:
+        body["details"] = details
+    body["code"] = code
+    return body
 
 
 class Unreachable(ApiError):
@@ -456,3 +465,6 @@ def _what_failed(err: BaseException) -> str:
             return "connection refused"
         return err.os_error.strerror or str(err.os_error)
     return str(err) or type(err).__name__
+
+
+HUB = web.AppKey("hub", Kube)  # the hub, as kmc-apiserver talks to it

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import ssl
 from pathlib import Path
-from typing import Any
 
 import yaml
 from kubernetes_asyncio.client import Configuration
@@ -18,13 +17,14 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader
 
 from apiserver.kube.client import Credentials
+from apiserver.objects import Obj
 
 
 class KubeconfigError(ValueError):
     """A kubeconfig that cannot be used; the message says why."""
 
 
-async def from_dict(config: dict[str, Any], context: str | None = None) -> Credentials:
+async def from_dict(config: Obj, context: str | None = None) -> Credentials:
     configuration = Configuration()
     try:
         loader = KubeConfigLoader(config_dict=config, active_context=context)
@@ -57,7 +57,7 @@ async def from_file(path: str | Path, context: str | None = None) -> Credentials
     return await from_dict(config, context)
 
 
-def parse(text: str) -> dict[str, Any]:
+def parse(text: str) -> Obj:
     """A kubeconfig's text (from a Secret) as a dict, or KubeconfigError."""
     try:
         config = yaml.safe_load(text)

@@ -9,7 +9,8 @@ import datetime
 import logging
 import secrets
 
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import ApiError, Kube
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from apiserver import metrics
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import ApiError, Kube
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -13,14 +13,15 @@ import binascii
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
+from aiohttp import web
 
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
 from apiserver.locations import renew
-from apiserver.locations.model import Location
+from apiserver.models.location import Location
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class Fleet:
         await self._renew(location, secret, entry)
         return kube
 
-    async def _renew(self, location: Location, secret: dict[str, Any], entry: _Entry) -> None:
+    async def _renew(self, location: Location, secret: Obj, entry: _Entry) -> None:
         """A ServiceAccount token with a third of its life left is replaced in the Secret
         (`renew.py`); the next connect builds the client from it. Only the leader writes
         (both requests pass the guard); a failure is logged and tried at the next probe,
@@ -118,3 +119,6 @@ class Fleet:
             log.info("token of %s/%s not renewed now: %s", who[0], who[1], err)
             return
         log.info("renewed the token of %s/%s for location %s", *who, location.name)
+
+
+FLEET = web.AppKey("fleet", Fleet)

@@ -14,15 +14,19 @@ made by a Deployment (its name ends in the pod's `pod-template-hash`), that Depl
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
-from typing import Any
+
+from apiserver.kinds import PLACED
+from apiserver.objects import ReadOnly
 
 Owner = tuple[str, str, str]  # (kind, namespace, name) of the workload in the child
 
-_DIRECT = frozenset({"Job", "StatefulSet", "DaemonSet", "ReplicaSet"})
+# Owners a pod names as its controller, and the workloads whose pods name an intermediary
+# (a Deployment's pods name its ReplicaSet, whose name ends in their pod-template-hash).
+_DIRECT = frozenset(k.kind for k in PLACED.values() if k.owns_pods)
+_VIA = {k.pods_via: k.kind for k in PLACED.values() if k.pods_via}
 
 
-def owner_of(pod: Mapping[str, Any]) -> Owner | None:
+def owner_of(pod: ReadOnly) -> Owner | None:
     """The workload a pod belongs to, as the hub knows it; None for a bare pod."""
     meta = pod.get("metadata") or {}
     namespace = meta.get("namespace", "")
@@ -31,13 +35,13 @@ def owner_of(pod: Mapping[str, Any]) -> Owner | None:
             continue
         kind, name = ref["kind"], ref.get("name", "")
         pod_hash = (meta.get("labels") or {}).get("pod-template-hash")
-        if kind == "ReplicaSet" and pod_hash and name.endswith(f"-{pod_hash}"):
-            return ("Deployment", namespace, name[: -len(pod_hash) - 1])
+        if kind in _VIA and pod_hash and name.endswith(f"-{pod_hash}"):
+            return (_VIA[kind], namespace, name[: -len(pod_hash) - 1])
         return (kind, namespace, name)
     return None
 
 
-def unschedulable_since(pod: Mapping[str, Any]) -> float | None:
+def unschedulable_since(pod: ReadOnly) -> float | None:
     """When the scheduler last gave up on this pod (epoch seconds); None if it has not."""
     status = pod.get("status") or {}
     if (pod.get("spec") or {}).get("nodeName") or status.get("phase", "Pending") != "Pending":
@@ -58,7 +62,7 @@ class Unschedulable:
     def __init__(self) -> None:
         self._pods: dict[str, tuple[Owner, float]] = {}  # pod key -> (owner, stuck since)
 
-    def update(self, event: str, pod: Mapping[str, Any]) -> Owner | None:
+    def update(self, event: str, pod: ReadOnly) -> Owner | None:
         """Take one pod event; returns the owner whose count changed, if any."""
         meta = pod.get("metadata") or {}
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"

@@ -10,13 +10,13 @@ import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
 from apiserver.imports.negotiate import digest
-from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
+from apiserver.kube.client import ApiError, Kube, Unreachable
 from apiserver.kube.informer import Informer
 from apiserver.locations.pending import Owner, Unschedulable
-from apiserver.placement.quantity import format_quantity, parse_quantity
+from apiserver.objects import Obj
+from apiserver.quantity import format_quantity, parse_quantity
 
 DISCOVERY_V2 = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
@@ -56,7 +56,7 @@ class Watched:
     async def _changed(self, _: str, __: Obj, ___: Obj | None) -> None:
         self.wake()
 
-    def room(self) -> dict[str, Any] | None:
+    def room(self) -> Obj | None:
         """`room` of the watched nodes and pods, None until both have synced. The pods'
         requests are kept summed per node as they change (a child can run tens of thousands
         of pods): a probe adds up nodes, not pods."""
@@ -75,7 +75,7 @@ class Watched:
             task.cancel()
 
 
-async def probe(kube: Kube, watched: Watched | None = None, timeout: float = 5.0) -> dict[str, Any]:
+async def probe(kube: Kube, watched: Watched | None = None, timeout: float = 5.0) -> Obj:
     """The status fields a probe learns (camelCase, as stored); ApiError when it fails."""
     async with asyncio.timeout(timeout):
         _, version, kinds, space, crds = await asyncio.gather(
@@ -93,7 +93,7 @@ async def probe(kube: Kube, watched: Watched | None = None, timeout: float = 5.0
     }
 
 
-async def _room(kube: Kube, watched: Watched | None) -> dict[str, Any]:
+async def _room(kube: Kube, watched: Watched | None) -> Obj:
     known = watched.room() if watched is not None else None
     if known is not None:
         return known
@@ -104,7 +104,7 @@ async def _room(kube: Kube, watched: Watched | None) -> dict[str, Any]:
     return room(nodes, pods)
 
 
-def room(nodes: list[Obj], pods: list[Obj]) -> dict[str, Any]:
+def room(nodes: list[Obj], pods: list[Obj]) -> Obj:
     """The nodes and room status fields. `capacity` is what the Ready nodes have; `allocatable`
     and `requested` count only the nodes a new pod can go to (`schedulable`), so a child whose
     nodes are cordoned, tainted or not Ready has no room, however big they are. With no such
@@ -115,7 +115,7 @@ def room(nodes: list[Obj], pods: list[Obj]) -> dict[str, Any]:
     return _room_of(nodes, requested.on)
 
 
-def _room_of(nodes: list[Obj], on: dict[str, NodeRequests]) -> dict[str, Any]:
+def _room_of(nodes: list[Obj], on: dict[str, NodeRequests]) -> Obj:
     ready = [n for n in nodes if _node_ready(n)]
     open_ = [n for n in ready if schedulable(n)]
     names = {n.get("metadata", {}).get("name") for n in open_}

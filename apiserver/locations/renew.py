@@ -15,23 +15,24 @@ import base64
 import binascii
 import json
 import time
-from typing import Any
 
 import yaml
 
-ANNOTATION = "kmc.dev/service-account"
+from apiserver.contract import SERVICE_ACCOUNT
+from apiserver.objects import Obj
+
 TOKEN_SECONDS = 24 * 3600
 LEFT = 1 / 3  # renew when this share of the token's lifetime is left
 
 
-def account(secret: dict[str, Any]) -> tuple[str, str] | None:
+def account(secret: Obj) -> tuple[str, str] | None:
     """(namespace, name) of the ServiceAccount whose token the Secret holds, if it says so."""
-    value = ((secret.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION, "")
+    value = ((secret.get("metadata") or {}).get("annotations") or {}).get(SERVICE_ACCOUNT, "")
     namespace, _, name = str(value).partition("/")
     return (namespace, name) if namespace and name else None
 
 
-def claims(token: str) -> dict[str, Any]:
+def claims(token: str) -> Obj:
     """A JWT's claims, unverified ({} for anything else): only its times are read."""
     parts = token.split(".")
     if len(parts) != 3:
@@ -53,12 +54,12 @@ def due(token: str, now: float | None = None) -> bool:
     return exp - now <= (exp - iat) * LEFT
 
 
-def token_of(config: dict[str, Any]) -> str:
+def token_of(config: Obj) -> str:
     users = config.get("users") or []
     return str(((users[0] if users else {}).get("user") or {}).get("token") or "")
 
 
-def with_token(config: dict[str, Any], token: str) -> dict[str, Any]:
+def with_token(config: Obj, token: str) -> Obj:
     """The same kubeconfig, its (one) user's token replaced."""
     users = config.get("users") or [{"name": "location", "user": {}}]
     first = {**users[0], "user": {**(users[0].get("user") or {}), "token": token}}
@@ -69,7 +70,7 @@ def token_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
 
 
-def token_request() -> dict[str, Any]:
+def token_request() -> Obj:
     return {
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenRequest",
@@ -77,6 +78,6 @@ def token_request() -> dict[str, Any]:
     }
 
 
-def secret_patch(key: str, config: dict[str, Any]) -> dict[str, Any]:
+def secret_patch(key: str, config: Obj) -> Obj:
     text = yaml.safe_dump(config, default_flow_style=False)
     return {"data": {key: base64.b64encode(text.encode()).decode()}}

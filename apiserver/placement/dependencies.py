@@ -9,7 +9,8 @@ more (a Secret should not spread to clusters that do not need it), no less.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+
+from apiserver.objects import ReadOnly
 
 Reference = tuple[str, str]
 """(kind, name) of an object in the pod's own namespace."""
@@ -28,32 +29,16 @@ _VOLUME_SECRET_REFS = (
     ("csi", "nodePublishSecretRef"),
 )
 
-# Where the pod template lives, per kind.
-_POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
-    "Pod": ("spec",),
-    "PodTemplate": ("template", "spec"),
-    "Deployment": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "ReplicationController": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
 
-
-def pod_spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The pod spec inside a workload (or a Pod's own spec); None for other kinds or if absent."""
-    path = _POD_SPEC_PATHS.get(str(obj.get("kind")))
-    if path is None:
-        return None
+def pod_spec_at(obj: ReadOnly, path: Iterable[str]) -> ReadOnly | None:
+    """The mapping at `path` inside `obj` (a workload's pod spec); None if absent."""
     node: object = obj
     for key in path:
         node = node.get(key) if isinstance(node, Mapping) else None
     return node if isinstance(node, Mapping) else None
 
 
-def references(pod_spec: Mapping[str, Any]) -> frozenset[Reference]:
+def references(pod_spec: ReadOnly) -> frozenset[Reference]:
     """(kind, name) of every ConfigMap, Secret and ServiceAccount the pod spec refers to."""
     refs = set(_volume_refs(pod_spec))
     for container in _items(pod_spec, *_CONTAINER_LISTS):
@@ -72,7 +57,7 @@ def follow(users: Iterable[Mapping[str, int | None]]) -> dict[str, None]:
     return dict.fromkeys(sorted(locations))
 
 
-def _items(spec: Mapping[str, Any], *keys: str) -> Iterator[Mapping[str, Any]]:
+def _items(spec: ReadOnly, *keys: str) -> Iterator[ReadOnly]:
     """The mappings in the lists under `keys`, skipping whatever is not a mapping."""
     for key in keys:
         value = spec.get(key)
@@ -85,12 +70,12 @@ def _named(kind: str, name: object) -> Iterator[Reference]:
         yield kind, name
 
 
-def _get(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _get(obj: ReadOnly, key: str) -> ReadOnly:
     value = obj.get(key)
     return value if isinstance(value, Mapping) else {}
 
 
-def _volume_refs(pod_spec: Mapping[str, Any]) -> Iterator[Reference]:
+def _volume_refs(pod_spec: ReadOnly) -> Iterator[Reference]:
     for volume in _items(pod_spec, "volumes"):
         yield from _named("ConfigMap", _get(volume, "configMap").get("name"))
         yield from _named("Secret", _get(volume, "secret").get("secretName"))
@@ -102,7 +87,7 @@ def _volume_refs(pod_spec: Mapping[str, Any]) -> Iterator[Reference]:
             yield from _named("Secret", _get(projection, "secret").get("name"))
 
 
-def _container_refs(container: Mapping[str, Any]) -> Iterator[Reference]:
+def _container_refs(container: ReadOnly) -> Iterator[Reference]:
     for env in _items(container, "env"):
         source = _get(env, "valueFrom")
         yield from _named("ConfigMap", _get(source, "configMapKeyRef").get("name"))

@@ -27,19 +27,30 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
+from apiserver.contract import Placement
+from apiserver.objects import ReadOnly
 from apiserver.placement import room
 from apiserver.placement.apportion import apportion
 from apiserver.placement.selector import matches, tolerated
 from apiserver.placement.strategy import Strategy
 from apiserver.placement.template import NOTHING, Steering, steering
 
-REPLICA_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
-Placement = dict[str, int | None]
-
-
 # --- inputs and outputs -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What an object's kind says of its size (the engine tests no kind by name)."""
+
+    total: int | None  # replicas to divide; None: every location gets a whole copy
+    # At most this many locations: a Job with completions needs a pod running in each.
+    location_limit: int | None = None
+    # A child's share cannot change in place (a Job's completions): the placement holds while
+    # every location it uses stays eligible and the size holds.
+    fixed_shares: bool = False
+    pod_spec: ReadOnly | None = None  # its pod template's spec, if it has one
 
 
 @dataclass(frozen=True)
@@ -67,7 +78,7 @@ class Resources:
 class FieldChecker(Protocol):
     """A location's schema for one kind."""
 
-    def missing(self, obj: Mapping[str, Any]) -> list[str]:
+    def missing(self, obj: ReadOnly) -> list[str]:
         """Field paths `obj` sets that the schema lacks (so the location would drop them)."""
         ...
 
@@ -178,61 +189,6 @@ class Decision:
 # --- replicas ---------------------------------------------------------------------------------
 
 
-def _count(value: object, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
-def total_replicas(obj: Mapping[str, Any]) -> int | None:
-    """How many replicas to divide: spec.replicas, a Job's completions (else parallelism),
-    or None for kinds that are copied rather than divided."""
-    kind, spec = obj.get("kind"), _spec(obj)
-    if kind in REPLICA_KINDS:
-        return _count(spec.get("replicas"), 1)
-    if kind == "Job":
-        completions = spec.get("completions")
-        if completions is not None:
-            return _count(completions, 1)
-        return _count(spec.get("parallelism"), 1)
-    return None
-
-
-def split_job(
-    spec: Mapping[str, Any], placement: Mapping[str, int | None]
-) -> dict[str, dict[str, int]]:
-    """Each location's parallelism and completions, in proportion to the Job's placement.
-
-    Every location with a share runs at least one pod at a time when parallelism allows (the
-    engine never places a Job with completions on more locations than its parallelism).
-    `completions` is left out when the Job has none.
-    """
-    weights = {name: float(value or 0) for name, value in placement.items()}
-    running = {name: weight for name, weight in weights.items() if weight > 0}
-    parallelism = apportion(_count(spec.get("parallelism"), 1), running, minimum=1).shares
-    completions = spec.get("completions")
-    counts = apportion(_count(completions, 1), weights).shares if completions is not None else {}
-    result: dict[str, dict[str, int]] = {}
-    for name in sorted(weights):
-        result[name] = {"parallelism": parallelism.get(name, 0)}
-        if completions is not None:
-            result[name]["completions"] = counts[name]
-    return result
-
-
-def _job_location_limit(obj: Mapping[str, Any]) -> int | None:
-    """A Job with completions may not use more locations than its parallelism: a location
-    with completions but no pod allowed to run would never finish."""
-    spec = _spec(obj)
-    if obj.get("kind") != "Job" or spec.get("completions") is None:
-        return None
-    parallelism = _count(spec.get("parallelism"), 1)
-    return parallelism if parallelism >= 1 else None
-
-
 # --- verdicts ---------------------------------------------------------------------------------
 
 
@@ -251,7 +207,7 @@ def _duration(seconds: float) -> str:
     return f"{hours}h" if hours < 48 else f"{days}d"
 
 
-def _api_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+def _api_key(obj: ReadOnly) -> tuple[str, str]:
     api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
     return f"{api_version}/{kind}", f"{api_version} {kind}"
 
@@ -300,7 +256,7 @@ def _judge(candidate: Candidate, strategy: Strategy, key: str, shown: str) -> _J
 
 def _verdict(
     judged: _Judged,
-    obj: Mapping[str, Any],
+    obj: ReadOnly,
     placed: bool,
     now: float,
     settings: Settings,
@@ -409,9 +365,7 @@ _SNAPSHOTS_KEPT = 64
 _SNAPSHOTS_LOCK = threading.Lock()
 
 
-def _snapshot(
-    candidates: Sequence[Candidate], strategy: Strategy, obj: Mapping[str, Any]
-) -> _Snapshot:
+def _snapshot(candidates: Sequence[Candidate], strategy: Strategy, obj: ReadOnly) -> _Snapshot:
     key, shown = _api_key(obj)
     memo_key = (id(strategy), key, *map(id, candidates))
     snapshot = _SNAPSHOTS.get(memo_key)
@@ -432,7 +386,7 @@ class _Verdicts(NamedTuple):
 
 def _verdicts(
     snapshot: _Snapshot,
-    obj: Mapping[str, Any],
+    obj: ReadOnly,
     current: Mapping[str, int | None],
     now: float,
     settings: Settings,
@@ -460,7 +414,8 @@ def _verdicts(
 class _Context:
     """Everything the strategies need, restricted to the eligible locations."""
 
-    obj: Mapping[str, Any]
+    obj: ReadOnly
+    shape: Shape
     strategy: Strategy
     locations: Mapping[str, Candidate]  # eligible only
     current: Mapping[str, int | None]  # eligible only
@@ -521,10 +476,10 @@ def _single(ctx: _Context, names: Sequence[str]) -> _Outcome:
     return _replicate(ctx, [chosen])
 
 
-def _job_settled(ctx: _Context, names: Sequence[str]) -> bool:
-    """A Job keeps its placement while all its locations stay eligible and its size holds:
-    moving a Job restarts its pods, and a child's completions cannot be changed."""
-    if ctx.obj.get("kind") != "Job":
+def _settled(ctx: _Context, names: Sequence[str]) -> bool:
+    """Fixed shares (a Job's) stay while all their locations stay eligible and the size holds:
+    moving them restarts pods there, and a child's share cannot be changed in place."""
+    if not ctx.shape.fixed_shares:
         return False
     used = [name for name in ctx.current if ctx.held(name) > 0]
     return (
@@ -536,7 +491,7 @@ def _job_settled(ctx: _Context, names: Sequence[str]) -> bool:
 
 
 def _limit_locations(ctx: _Context, names: Sequence[str]) -> list[str]:
-    limit = _job_location_limit(ctx.obj)
+    limit = ctx.shape.location_limit
     if limit is None or len(names) <= limit:
         return list(names)
 
@@ -551,7 +506,7 @@ def _split(ctx: _Context, names: Sequence[str]) -> _Outcome:
     the rest; locations short of capacity are capped and the rest goes where there is room."""
     if ctx.total is None:
         return _replicate(ctx, names)
-    if _job_settled(ctx, names):
+    if _settled(ctx, names):
         return {name: ctx.current[name] for name in names if name in ctx.current}, None
     names = _limit_locations(ctx, names)
     ready = [name for name in names if name not in ctx.evacuating] if ctx.evacuating else names
@@ -653,13 +608,17 @@ def _divide_within_room(
         return shares, unplaced, None
     free = {name: _free_of(ctx.locations[name]) for name in weights}
     stuck = {name: ctx.missing.get(name, 0) for name in short}
-    return shares, unplaced, room.no_room(roomless, room.ask_of(ctx.obj), free, moved, stuck)
+    return (
+        shares,
+        unplaced,
+        room.no_room(roomless, room.ask_of(ctx.shape.pod_spec), free, moved, stuck),
+    )
 
 
 def _room_caps(ctx: _Context, weights: Mapping[str, int], short: set[str]) -> dict[str, int]:
     """The most each location not short of room may hold: what it holds now and what its
     free room fits (unknown room: no cap)."""
-    ask = room.ask_of(ctx.obj)
+    ask = room.ask_of(ctx.shape.pod_spec)
     caps = {}
     for name in weights:
         free = _free_of(ctx.locations[name])
@@ -673,7 +632,7 @@ def _free_of(candidate: Candidate) -> room.Free | None:
     return None if free is None else room.Free(free.cpu_milli, free.memory, free.pods)
 
 
-def _tiebreak(obj: Mapping[str, Any]) -> str | None:
+def _tiebreak(obj: ReadOnly) -> str | None:
     """Ties among equal locations go by a rendezvous hash of the workload's uid (issue #16):
     many small workloads spread evenly, each stays put."""
     uid = (obj.get("metadata") or {}).get("uid")
@@ -875,7 +834,8 @@ def _no_eligible(verdicts: Sequence[Verdict]) -> str:
 
 
 def decide(
-    obj: Mapping[str, Any],
+    obj: ReadOnly,
+    shape: Shape,
     strategy: Strategy,
     candidates: Sequence[Candidate],
     current: Mapping[str, int | None],
@@ -886,7 +846,8 @@ def decide(
     denied: Mapping[str, str] | None = None,
     load: Mapping[str, int] | None = None,
 ) -> Decision:
-    """Place `obj` by `strategy` on `candidates`, given its `current` placement.
+    """Place `obj`, of the `shape` its kind reads, by `strategy` on `candidates`, given its
+    `current` placement.
 
     `load` counts, per location, the replicas of everything placed there: a replica left over
     among equal locations goes to the least loaded, then by a hash of the object's uid.
@@ -897,7 +858,7 @@ def decide(
     `denied` names the locations an administrator's policy rules out, with the reason
     (`policy NAME`): they are out whatever the strategy or the template says.
     """
-    steer = steering(obj, lambda: {c.name: c.labels for c in candidates})
+    steer = steering(shape.pod_spec, lambda: {c.name: c.labels for c in candidates})
     says_where = _says_where(strategy)
     if not says_where and steer.preferences is not None and strategy.weights is None:
         strategy = _weighted(strategy, steer.preferences)
@@ -916,7 +877,7 @@ def decide(
             )
     if not eligible:
         return Decision(dict(sorted(current.items())), verdicts, _no_eligible(verdicts), current)
-    total = total_replicas(obj)
+    total = shape.total
     if not strategy.movable and current:
         staying = _staying(strategy, eligible, current)
         if staying:
@@ -927,6 +888,7 @@ def decide(
             eligible, missing_capacity, limits = staying, None, None
     ctx = _Context(
         obj=obj,
+        shape=shape,
         strategy=strategy,
         locations=eligible,
         current={name: value for name, value in current.items() if name in eligible},

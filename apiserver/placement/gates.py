@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Mapping
 
-ANNOTATION = "kmc.dev/placement-gates"
+from apiserver.contract import PLACEMENT_GATES
 
 _DNS1123_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 _QUALIFIED = re.compile(
@@ -33,10 +33,10 @@ class GatesError(ValueError):
 
 def placement_gates(annotations: Mapping[str, str] | None, where: str) -> tuple[str, ...]:
     """The gates an object carries, in the order written; () without the annotation."""
-    text = (annotations or {}).get(ANNOTATION)
+    text = (annotations or {}).get(PLACEMENT_GATES)
     if text is None:
         return ()
-    prefix = f"{ANNOTATION} on {where}: "
+    prefix = f"{PLACEMENT_GATES} on {where}: "
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:

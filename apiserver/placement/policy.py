@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 from pydantic.alias_generators import to_camel
 
+from apiserver.objects import Obj, ReadOnly
 from apiserver.placement.selector import matches
 from apiserver.placement.strategy import LabelSelector, LocationName
 
@@ -41,11 +42,24 @@ class _Model(BaseModel):
     )
 
 
+class PodToleration(_Model):
+    """A pod toleration, as in a pod spec."""
+
+    key: StrictStr | None = None
+    operator: Literal["Equal", "Exists"] | None = None
+    value: StrictStr | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = None
+
+    def as_pod_spec(self) -> Obj:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
 class ChildConstraints(_Model):
     """Added to the pod template of every child object of the selected namespaces."""
 
     node_selector: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    tolerations: tuple[dict[str, Any], ...] = ()
+    tolerations: tuple[PodToleration, ...] = ()
     priority_class_name: StrictStr | None = None
 
 
@@ -77,7 +91,7 @@ class Policy:
         return matches(self.spec.location_selector, labels)
 
 
-def read_policy(raw: Mapping[str, Any]) -> Policy:
+def read_policy(raw: ReadOnly) -> Policy:
     name = str((raw.get("metadata") or {}).get("name", ""))
     try:
         return Policy(name, PolicySpec.model_validate(raw.get("spec") or {}))
@@ -110,7 +124,7 @@ class Constraints:
     a nodeSelector key or the priorityClassName)."""
 
     node_selector: Mapping[str, str] = field(default_factory=dict)
-    tolerations: tuple[Mapping[str, Any], ...] = ()
+    tolerations: tuple[ReadOnly, ...] = ()
     priority_class_name: str | None = None
 
     def __bool__(self) -> bool:
@@ -119,7 +133,7 @@ class Constraints:
 
 def constraints(policies: Sequence[Policy]) -> Constraints:
     node_selector: dict[str, str] = {}
-    tolerations: list[Mapping[str, Any]] = []
+    tolerations: list[ReadOnly] = []
     priority: str | None = None
     for policy in policies:
         if policy.spec is None:
@@ -127,12 +141,14 @@ def constraints(policies: Sequence[Policy]) -> Constraints:
         added = policy.spec.child_constraints
         for key, value in added.node_selector.items():
             node_selector.setdefault(key, value)
-        tolerations += [t for t in added.tolerations if t not in tolerations]
+        tolerations += [
+            t for t in (t.as_pod_spec() for t in added.tolerations) if t not in tolerations
+        ]
         priority = priority or added.priority_class_name
     return Constraints(dict(sorted(node_selector.items())), tuple(tolerations), priority)
 
 
-def constrain(pod_spec: dict[str, Any], added: Constraints) -> None:
+def constrain(pod_spec: Obj, added: Constraints) -> None:
     """Add the policies' constraints to a child's pod spec, in place. The policy's nodeSelector
     entries win over the template's: the administrator's word is the last."""
     if added.node_selector:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from apiserver.placement.quantity import format_quantity, parse_quantity
+from apiserver.quantity import format_quantity, parse_quantity
 
 _MILLI = Fraction(1, 1000)
 

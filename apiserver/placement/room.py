@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from apiserver.placement.quantity import parse_quantity
+from apiserver.objects import ReadOnly
+from apiserver.quantity import parse_quantity
 
 
 class Ask(NamedTuple):
@@ -35,12 +36,12 @@ class Free(NamedTuple):
     pods: int
 
 
-def ask_of(obj: Mapping[str, Any]) -> Ask:
-    """One replica's requests, as the scheduler counts them: the larger of the containers'
-    sum and the largest init container, per resource."""
-    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+def ask_of(spec: ReadOnly | None) -> Ask:
+    """One replica's requests (`spec`: its pod spec), as the scheduler counts them: the larger
+    of the containers' sum and the largest init container, per resource."""
+    spec = spec or {}
 
-    def requests(container: Mapping[str, Any]) -> tuple[int, int]:
+    def requests(container: ReadOnly) -> tuple[int, int]:
         asked = (container.get("resources") or {}).get("requests") or {}
         cpu = parse_quantity(str(asked.get("cpu", "0"))) * 1000
         memory = parse_quantity(str(asked.get("memory", "0")))

@@ -31,15 +31,12 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-ANNOTATION = "kmc.dev/strategy"
+from apiserver.contract import STRATEGY
 
 StrategyType = Literal["Split", "Replicate", "Single"]
 SelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 TolerationOperator = Literal["Equal", "Exists"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
-
-# Kinds whose replicas are divided by default; everything else is copied to every location.
-SPLIT_BY_DEFAULT = frozenset({"Deployment", "StatefulSet", "ReplicaSet", "Job"})
 
 
 class StrategyError(ValueError):
@@ -203,7 +200,7 @@ class Strategy(_Model):
 
 def parse_strategy(text: str, where: str) -> Strategy:
     """Parse an annotation value; any problem becomes a one-line `StrategyError`."""
-    prefix = f"{ANNOTATION} on {where}: "
+    prefix = f"{STRATEGY} on {where}: "
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -215,20 +212,19 @@ def parse_strategy(text: str, where: str) -> Strategy:
         raise StrategyError(prefix + problems) from None
 
 
-def default_strategy(kind: str) -> Strategy:
-    """What applies with no annotation: divide replicas if the kind has them, else copy."""
-    return Strategy(type="Split" if kind in SPLIT_BY_DEFAULT else "Replicate")
-
-
 def effective_strategy(
-    object_annotation: str | None, namespace_annotation: str | None, kind: str, where: str
+    object_annotation: str | None,
+    namespace_annotation: str | None,
+    default: StrategyType,
+    where: str,
 ) -> tuple[Strategy, str]:
-    """The strategy in force and where it came from: "object", "namespace" or "default"."""
+    """The strategy in force and where it came from: "object", "namespace" or "default" (of
+    the `default` type: the kind's, Split for kinds with replicas, else Replicate)."""
     if object_annotation is not None:
         return parse_strategy(object_annotation, where), "object"
     if namespace_annotation is not None:
         return parse_strategy(namespace_annotation, f"the namespace of {where}"), "namespace"
-    return default_strategy(kind), "default"
+    return Strategy(type=default), "default"
 
 
 def validation_problems(error: ValidationError) -> list[tuple[str, str]]:

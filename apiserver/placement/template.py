@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.placement.dependencies import pod_spec_of
+from apiserver.objects import Obj, ReadOnly
 
 HUB_PREFIX = "location.kmc.dev/"
 NAME_KEY = HUB_PREFIX + "name"
@@ -53,11 +53,10 @@ def is_hub_only(key: str) -> bool:
 
 
 def steering(
-    obj: Mapping[str, Any], labels_of: Callable[[], Mapping[str, Mapping[str, str]]]
+    spec: ReadOnly | None, labels_of: Callable[[], Mapping[str, Mapping[str, str]]]
 ) -> Steering:
-    """Read the pod template of `obj` against the locations `labels_of()` gives (name ->
+    """Read a pod template's `spec` against the locations `labels_of()` gives (name ->
     labels), asked only of a template that says something about nodes."""
-    spec = pod_spec_of(obj)
     if not spec:
         return NOTHING
     affinity = _mapping(_mapping(spec.get("affinity")).get("nodeAffinity"))
@@ -111,10 +110,10 @@ def steering(
 
 # --- terms ------------------------------------------------------------------------------------
 
-_Expression = Mapping[str, Any]
+_Expression = ReadOnly
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
+def _mapping(value: object) -> ReadOnly:
     return value if isinstance(value, Mapping) else {}
 
 
@@ -184,7 +183,7 @@ def describe(expression: _Expression) -> str:
             return f"{key} {json.dumps(operator)}"
 
 
-def _selector_fails(wanted: Mapping[str, Any], name: str, labels: Mapping[str, str]) -> str | None:
+def _selector_fails(wanted: ReadOnly, name: str, labels: Mapping[str, str]) -> str | None:
     for key, value in sorted(wanted.items()):
         if _value(key, name, labels) != value:
             return f"nodeSelector requires {key}={value}"
@@ -204,7 +203,7 @@ def _affinity_fails(
 
 
 def _preferences(
-    affinity: Mapping[str, Any], speaks: Any, locations: Mapping[str, Mapping[str, str]]
+    affinity: ReadOnly, speaks: Any, locations: Mapping[str, Mapping[str, str]]
 ) -> dict[str, int] | None:
     preferred = affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
     weighted = []
@@ -229,9 +228,7 @@ def _preferences(
 # --- stripping hub-only terms -------------------------------------------------------------------
 
 
-def strip_hub_only(
-    pod_spec: dict[str, Any], location: str, labels: Mapping[str, str] | None
-) -> None:
+def strip_hub_only(pod_spec: Obj, location: str, labels: Mapping[str, str] | None) -> None:
     """Take every `location.kmc.dev/` term out of a child's pod spec (in place), keeping what
     the rest means in `location`: no node carries those keys, so a term left in would make the
     pods unschedulable there.
@@ -266,9 +263,7 @@ def strip_hub_only(
                 del pod_spec["topologySpreadConstraints"]
 
 
-def _strip_required(
-    node_affinity: dict[str, Any], location: str, labels: Mapping[str, str] | None
-) -> None:
+def _strip_required(node_affinity: Obj, location: str, labels: Mapping[str, str] | None) -> None:
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     terms = _mapping(required).get("nodeSelectorTerms")
     if not isinstance(terms, list):
@@ -303,7 +298,7 @@ def _strip_required(
         del node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]
 
 
-def _strip_preferred(node_affinity: dict[str, Any]) -> None:
+def _strip_preferred(node_affinity: Obj) -> None:
     preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
     if not isinstance(preferred, list):
         return

@@ -24,19 +24,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from aiohttp import web
 
 from apiserver import metrics
-from apiserver.api import paging
 from apiserver.api.authn import UserInfo
 from apiserver.api.authz import Attributes, Authorizer, Decision
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.contract import LOCATION as ANNOTATION
+from apiserver.kinds import Kind
+from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
-from apiserver.remote.kinds import RemoteKind
+from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
 
 CHILD_TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
-ANNOTATION = paging.LOCATION_ANNOTATION
 _encode = msgspec.json.encode
 
 
@@ -124,7 +125,7 @@ class Gone(Exception):
 class TableCache:
     """One child's objects of one resource, as Table rows, kept by list and watch."""
 
-    def __init__(self, location: str, kube: Kube, kind: RemoteKind, max_objects: int) -> None:
+    def __init__(self, location: str, kube: Kube, kind: Kind, max_objects: int) -> None:
         self.location = location
         self.kube = kube
         self.kind = kind
@@ -302,7 +303,7 @@ class RemoteCaches:
         self.max_objects = max_objects
         self._caches: dict[tuple[str, str], TableCache] = {}
 
-    def get(self, location: str, kube: Kube, kind: RemoteKind) -> TableCache:
+    def get(self, location: str, kube: Kube, kind: Kind) -> TableCache:
         """The cache of `kind` in `location`, started now if it was not; one made with
         another client (the location was joined again) is replaced."""
         key = (location, kind.plural)
@@ -355,7 +356,7 @@ class ChildAuthorizers:
         return await authorizer.authorize(user, attrs)
 
 
-def attributes(kind: RemoteKind, namespace: str | None, verb: str) -> Attributes:
+def attributes(kind: Kind, namespace: str | None, verb: str) -> Attributes:
     return Attributes(
         verb=verb,
         group=kind.group,
@@ -365,7 +366,7 @@ def attributes(kind: RemoteKind, namespace: str | None, verb: str) -> Attributes
     )
 
 
-def table_head(api_version: str, metadata: dict[str, Any], columns: bytes) -> bytes:
+def table_head(api_version: str, metadata: Obj, columns: bytes) -> bytes:
     return (
         b'{"kind":"Table","apiVersion":'
         + _encode(api_version)
@@ -375,3 +376,7 @@ def table_head(api_version: str, metadata: dict[str, Any], columns: bytes) -> by
         + columns
         + b',"rows":'
     )
+
+
+REMOTE_CACHES = web.AppKey("remote_caches", RemoteCaches)
+CHILD_AUTHZ = web.AppKey("child_authz", ChildAuthorizers)

@@ -21,8 +21,6 @@ from apiserver.kube.client import ApiError, Kube, Unreachable
 from apiserver.kube.informer import Informer
 from apiserver.locations.fleet import Fleet
 
-Obj = dict[str, Any]
-
 # How many `--remote-timeout`s a location may stay silent while no other has answered, or in
 # the middle of its answer.
 STALL_TIMEOUTS = 4

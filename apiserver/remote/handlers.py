@@ -26,12 +26,22 @@ from apiserver.api import errors, paging, selectors, table
 from apiserver.api.authz import Decision, denial_status
 from apiserver.api.guard import info_of, user_of
 from apiserver.api.respond import WatchStream, json_response, object_list, stream_list
-from apiserver.keys import CHILD_AUTHZ, FLEET, LOCATIONS, OPTIONS, READS, REMOTE_CACHES, WAITS
+from apiserver.contract import LOCATION as ANNOTATION
+from apiserver.contract import REMOTE_GROUP as GROUP
+from apiserver.contract import VERSION
+from apiserver.hubcache import HUB_CACHE
+from apiserver.kinds import REMOTE as KINDS
+from apiserver.kinds import Kind
 from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
-from apiserver.readlimit import Priority
+from apiserver.locations.fleet import FLEET
+from apiserver.objects import Obj
+from apiserver.options import OPTIONS
+from apiserver.readlimit import READS, WAITS, Priority
 from apiserver.remote import stitch
 from apiserver.remote.cache import (
+    CHILD_AUTHZ,
+    REMOTE_CACHES,
     Change,
     Entry,
     Gone,
@@ -50,14 +60,11 @@ from apiserver.remote.fanout import (
     targets,
     warning_headers,
 )
-from apiserver.remote.kinds import GROUP, KINDS, VERSION, RemoteKind
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 API_VERSION = f"{GROUP}/{VERSION}"
 PREFIX = f"/apis/{API_VERSION}"
-ANNOTATION = paging.LOCATION_ANNOTATION
 CHILD_TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 _SELECTORS = ("labelSelector", "fieldSelector")
 _LOCATION_COLUMN = table.Column(
@@ -75,7 +82,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get(PREFIX + "/namespaces/{namespace}/{plural}/{name}", one)
 
 
-def _kind(request: web.Request) -> RemoteKind:
+def _kind(request: web.Request) -> Kind:
     kind = KINDS.get(request.match_info["plural"])
     if kind is None:
         raise errors.route_not_found()
@@ -120,7 +127,7 @@ class _Ask:
 def _ask(request: web.Request) -> _Ask:
     wanted = table.negotiate(request.headers.get("Accept"))
     include = table.include_object(request.query) if wanted.format == "table" else "Metadata"
-    clients, warnings = targets(request.app[LOCATIONS].informer, request.app[FLEET])
+    clients, warnings = targets(request.app[HUB_CACHE].locations, request.app[FLEET])
     params = {k: v for k in _SELECTORS if (v := request.query.get(k))}
     if wanted.format == "table":
         # Metadata at least: rows are sorted and paged by it. Dropped again if not asked.
@@ -138,9 +145,7 @@ async def collection(request: web.Request) -> web.StreamResponse:
     return await _list(request, kind, namespace)
 
 
-async def _list(
-    request: web.Request, kind: RemoteKind, namespace: str | None
-) -> web.StreamResponse:
+async def _list(request: web.Request, kind: Kind, namespace: str | None) -> web.StreamResponse:
     asked = _ask(request)
     limit = paging.limit_of(request.query)
     cont = request.query.get("continue")
@@ -155,7 +160,7 @@ async def _list(
 
 async def _list_live(
     request: web.Request,
-    kind: RemoteKind,
+    kind: Kind,
     asked: _Ask,
     path: str,
     limit: int | None,
@@ -187,7 +192,7 @@ async def _list_live(
 
 
 def _stitched(
-    kind: RemoteKind,
+    kind: Kind,
     asked: _Ask,
     answers: list[Answer],
     warnings: list[str],
@@ -237,7 +242,7 @@ class _Cached:
 
 
 async def _cached(
-    request: web.Request, kind: RemoteKind, namespace: str | None, asked: _Ask, verb: str
+    request: web.Request, kind: Kind, namespace: str | None, asked: _Ask, verb: str
 ) -> _Cached | None:
     """The children's watch caches for this read, or None while one of them is not ready
     (then every child is asked live, and the caches warm for the next read).
@@ -297,7 +302,7 @@ async def _reviewed(
 
 async def _from_caches(
     request: web.Request,
-    kind: RemoteKind,
+    kind: Kind,
     namespace: str | None,
     asked: _Ask,
     limit: int | None,
@@ -395,9 +400,9 @@ def where(
     the Ready locations to ask (only that one, if named) and a warning for each left out.
     A location named that is not Ready is a 503, one that does not exist a 404."""
     name, _, only = asked.partition("@")
-    clients, warnings = targets(request.app[LOCATIONS].informer, request.app[FLEET], only or None)
+    clients, warnings = targets(request.app[HUB_CACHE].locations, request.app[FLEET], only or None)
     if only and only not in clients:
-        names = {loc["metadata"]["name"] for loc in request.app[LOCATIONS].informer.cache.values()}
+        names = {loc["metadata"]["name"] for loc in request.app[HUB_CACHE].locations.cache.values()}
         if only in names:
             why = next((w for w in warnings if w.startswith(f"location {only} ")), "")
             detail = why.partition(" left out: ")[2]
@@ -405,7 +410,7 @@ def where(
                 f"location {only} is not Ready: its objects cannot be reached now"
                 + (f" ({detail})" if detail else "")
             )
-        raise errors.StatusError(
+        raise ApiError(
             errors.status(
                 404,
                 "NotFound",
@@ -415,7 +420,7 @@ def where(
     return name, only, clients, warnings
 
 
-async def _one(request: web.Request, kind: RemoteKind, namespace: str) -> web.StreamResponse:
+async def _one(request: web.Request, kind: Kind, namespace: str) -> web.StreamResponse:
     asked = request.match_info["name"]
     name, _, clients, warnings = where(request, kind.plural, asked)
     wanted = table.negotiate(request.headers.get("Accept"))
@@ -459,9 +464,7 @@ async def _one(request: web.Request, kind: RemoteKind, namespace: str) -> web.St
 # -- watch --------------------------------------------------------------------------------------
 
 
-async def _watch(
-    request: web.Request, kind: RemoteKind, namespace: str | None
-) -> web.StreamResponse:
+async def _watch(request: web.Request, kind: Kind, namespace: str | None) -> web.StreamResponse:
     """Every Ready child's watch, merged. The resourceVersion is the composite one of our
     list; a location it does not name starts from now, with its objects as ADDED events."""
     asked = _ask(request)
@@ -536,7 +539,7 @@ async def _watch(
 
 async def _watch_caches(
     request: web.Request,
-    kind: RemoteKind,
+    kind: Kind,
     asked: _Ask,
     cached: _Cached,
     versions: dict[str, str],

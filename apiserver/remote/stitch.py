@@ -22,8 +22,7 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
 from apiserver.api import paging
-
-ANNOTATION = paging.LOCATION_ANNOTATION
+from apiserver.contract import LOCATION as ANNOTATION
 
 
 class Meta(Struct, omit_defaults=True):

@@ -29,15 +29,16 @@ from multidict import CIMultiDict
 
 from apiserver import metrics
 from apiserver.api import errors, tunnel
-from apiserver.api.authz import Attributes, denial_status
+from apiserver.api.authz import AUTHORIZER, Attributes, denial_status
 from apiserver.api.guard import user_of
-from apiserver.keys import AUTHORIZER, OPTIONS, WAITS
+from apiserver.contract import REMOTE_GROUP as GROUP
+from apiserver.contract import VERSION
 from apiserver.kube import streams
 from apiserver.kube.client import ApiError, Kube, Unreachable
-from apiserver.readlimit import Priority
+from apiserver.options import OPTIONS
+from apiserver.readlimit import WAITS, Priority
 from apiserver.remote.fanout import Asked, failed, fan_out, impersonating, warning_headers
 from apiserver.remote.handlers import PREFIX, where
-from apiserver.remote.kinds import GROUP, VERSION
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ async def _may_create(request: web.Request, namespace: str, name: str, sub: str)
     user = user_of(request)
     decision = await request.app[AUTHORIZER].authorize(user, attrs)
     if not decision.allowed:
-        raise errors.StatusError(denial_status(decision, user, attrs))
+        raise ApiError(denial_status(decision, user, attrs))
 
 
 async def _holder(
@@ -225,10 +226,10 @@ async def _relay(
         waiting.cancel()
 
 
-def _named(location: str, err: ApiError) -> errors.StatusError:
+def _named(location: str, err: ApiError) -> ApiError:
     """The child's failure with the child named, unless its words already name it."""
     status = dict(err.status)
     message = str(status.get("message") or err.reason)
     if not (isinstance(err, Unreachable) and message.startswith(f"{location} ")):
         status["message"] = f"location {location}: {message}"
-    return errors.StatusError(status)
+    return ApiError(status)

@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from apiserver.api.table import Column
+from apiserver.contract import MC_GROUP, VERSION
+from apiserver.objects import Obj
+from apiserver.subresources.meta import metadata_of
 from apiserver.sync.report import LocationState
-from apiserver.views import API_VERSION, metadata_of
 
-Obj = dict[str, Any]
+API_VERSION = f"{MC_GROUP}/{VERSION}"
 
 COLUMNS = (
     Column("Location", format="name", description="The location (a Location on the hub)."),

@@ -14,11 +14,15 @@ from pydantic import ValidationError
 
 from apiserver.api import errors
 from apiserver.api.table import Column
-from apiserver.placement.loop import Explanation
+from apiserver.contract import MC_GROUP, VERSION, Placement
+from apiserver.kube.client import ApiError
+from apiserver.loops.placement.deciding import Explanation
+from apiserver.objects import Obj
 from apiserver.placement.strategy import Strategy, validation_problems
-from apiserver.views import API_VERSION, GROUP, metadata_of
+from apiserver.subresources.meta import metadata_of
 
-Obj = dict[str, Any]
+GROUP = MC_GROUP
+API_VERSION = f"{MC_GROUP}/{VERSION}"
 
 COLUMNS = (
     Column("Location", format="name", description="The location (a Location on the hub)."),
@@ -53,7 +57,7 @@ def strategy_object(hub: Obj, explanation: Explanation) -> Obj:
     }
 
 
-def rows(obj: Obj, placement: dict[str, int | None]) -> list[list[Any]]:
+def rows(obj: Obj, placement: Placement) -> list[list[Any]]:
     spec_json = json.dumps(obj["spec"], separators=(",", ":"))
     status = obj["status"]
     if "error" in status:
@@ -79,7 +83,7 @@ def desired(current: Obj, body: Any, content_type: str, method: str) -> Strategy
     """The strategy a PUT or PATCH asks for (None: remove the annotation), or 4xx."""
     if method == "PATCH":
         if content_type not in MERGE_PATCHES:
-            raise errors.StatusError(
+            raise ApiError(
                 errors.status(
                     415,
                     "UnsupportedMediaType",

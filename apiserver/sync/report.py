@@ -9,16 +9,10 @@ are rebuilt on every request, so they cannot drift from the loops' own view.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from apiserver.objects import ReadOnly
 from apiserver.placement.engine import INCOMPATIBLE, Verdict
-
-# Fields that say how many pods are ready and available, per kind.
-_COUNTS = {
-    "DaemonSet": ("numberReady", "numberAvailable"),
-    "Job": ("ready", "succeeded"),
-}
-_DEFAULT_COUNTS = ("readyReplicas", "availableReplicas")
 
 
 class LocationState(TypedDict):
@@ -32,22 +26,23 @@ class LocationState(TypedDict):
 
 
 def location_states(
-    hub: Mapping[str, Any],
-    kind: str,
+    hub: ReadOnly,
+    counts: tuple[str, str],
     placement: Mapping[str, int | None],
-    children: Mapping[str, Mapping[str, Any]],
+    children: Mapping[str, ReadOnly],
     applied: Mapping[str, tuple[int, int]],
     stale: Mapping[str, str],
     verdicts: Sequence[Verdict] = (),
 ) -> list[LocationState]:
-    """A row for every location the object is placed in or still has a child in."""
+    """A row for every location the object is placed in or still has a child in. `counts`
+    names the status fields that say how many pods are ready and available (the kind's)."""
     generation = int(hub.get("metadata", {}).get("generation", 0))
     by_location = {v.location: v for v in verdicts}
+    ready_field, available_field = counts
     rows: list[LocationState] = []
     for location in sorted(set(placement) | set(children)):
         child = children.get(location)
         status = (child or {}).get("status") or {}
-        ready_field, available_field = _COUNTS.get(kind, _DEFAULT_COUNTS)
         synced = _synced_generation(child, applied.get(location))
         state, message = _state(
             location,
@@ -71,9 +66,7 @@ def location_states(
     return rows
 
 
-def _synced_generation(
-    child: Mapping[str, Any] | None, applied: tuple[int, int] | None
-) -> int | None:
+def _synced_generation(child: ReadOnly | None, applied: tuple[int, int] | None) -> int | None:
     """The hub generation the child has caught up with, if we know it did."""
     if child is None or applied is None:
         return None
@@ -87,7 +80,7 @@ def _synced_generation(
 def _state(
     location: str,
     placement: Mapping[str, int | None],
-    child: Mapping[str, Any] | None,
+    child: ReadOnly | None,
     caught_up: bool,
     stale: str | None,
     verdict: Verdict | None,
@@ -112,7 +105,7 @@ def _state(
     return "Synced", _problem(child)
 
 
-def _problem(child: Mapping[str, Any]) -> str:
+def _problem(child: ReadOnly) -> str:
     """The child's own word when something is wrong there (a failing rollout, a quota)."""
     for condition in (child.get("status") or {}).get("conditions") or []:
         bad = (condition.get("type") == "ReplicaFailure" and condition.get("status") == "True") or (

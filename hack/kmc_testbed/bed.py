@@ -353,6 +353,7 @@ def command(state: State, cluster: Cluster | None, kind: str) -> list[str]:
             str(build.binary("kwok")),
             f"--kubeconfig={kubeconf}",
             f"--config={build.binary('kwok-stages.yaml')}",
+            f"--config={config.REPO_ROOT / 'hack' / 'kmc_testbed' / 'kwok-bare-pods.yaml'}",
             "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--node-lease-duration-seconds=40",

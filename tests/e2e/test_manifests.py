@@ -36,6 +36,7 @@ def test_the_kustomization_applies_cleanly_to_a_fresh_cluster(
             "deployment.apps",
             "apiservice.apiregistration.k8s.io",
             "validatingwebhookconfiguration.admissionregistration.k8s.io",
+            "mutatingwebhookconfiguration.admissionregistration.k8s.io",
             "flowschema.flowcontrol.apiserver.k8s.io",
         } <= kinds
         assert "(server dry run)" in out

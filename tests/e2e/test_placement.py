@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from apiserver.placement.quantity import parse_quantity
+from apiserver.quantity import parse_quantity
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl, run_testbed
@@ -431,6 +431,57 @@ def test_a_resource_quota_is_weighted_by_where_the_namespace_runs(
         time.sleep(0.5)
     assert sum(parse_quantity(h["memory"]) for h in expected.values()) == parse_quantity("20Gi")
     assert sum(parse_quantity(h["cpu"]) for h in expected.values()) == 10
+
+
+def test_a_limit_range_goes_wherever_its_namespace_runs(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """A LimitRange is a namespace follower, like a Role: one kind entry, nothing else."""
+    hub = kubectl["hub"]
+    limits = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "defaults"},
+        "spec": {
+            "limits": [
+                {"type": "Container", "default": {"cpu": "200m"}, "defaultRequest": {"cpu": "50m"}}
+            ]
+        },
+    }
+    hub.apply(limits, namespace)
+    hub.apply(
+        with_strategy(deployment("web", 1), {"type": "Single", "pin": ["eu-west"]}), namespace
+    )
+
+    def children_are(expected: set[str]) -> dict[str, Any]:
+        deadline = time.monotonic() + 120
+        while True:
+            found = {
+                child: proc
+                for child in CHILDREN
+                if (
+                    proc := kubectl[child].run(
+                        "get", "limitrange", "defaults", "-n", namespace, "-o", "json", check=False
+                    )
+                ).returncode
+                == 0
+            }
+            if set(found) == expected:
+                return {child: json.loads(proc.stdout) for child, proc in found.items()}
+            assert time.monotonic() < deadline, f"limit range in {sorted(found)}, not {expected}"
+            time.sleep(0.5)
+
+    wait_placement(hub, "limitrange", "defaults", namespace, lambda p: p == {"eu-west": None}, 120)
+    (copy,) = children_are({"eu-west"}).values()
+    assert copy["spec"] == limits["spec"]
+    # The namespace's workloads move: the limit range goes with them, and leaves where they left.
+    hub.apply(
+        with_strategy(deployment("web", 1), {"type": "Single", "pin": ["us-east"]}), namespace
+    )
+    wait_placement(hub, "limitrange", "defaults", namespace, lambda p: p == {"us-east": None}, 120)
+    children_are({"us-east"})
+    hub.run("delete", "limitrange", "defaults", "-n", namespace)
+    children_are(set())
 
 
 def test_a_location_that_stops_serving_an_api_is_evacuated_with_the_reason(

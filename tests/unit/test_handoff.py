@@ -14,12 +14,14 @@ from typing import Any, cast
 import aiohttp
 import pytest
 
+from apiserver.contract import PLACEMENT
 from apiserver.hubcache import HubCache
-from apiserver.kinds import WORKLOADS, Key
-from apiserver.kube.client import ApiError, Credentials, Kube, Obj
-from apiserver.locations.fleet import Fleet
-from apiserver.placement.loop import PLACEMENT, PlacementLoop
-from apiserver.sync.loop import SyncLoop
+from apiserver.kinds import DEPLOYMENT, Key
+from apiserver.kube.client import ApiError, Credentials, Kube
+from apiserver.loops.handoff import Handoff
+from apiserver.loops.placement.records import Records
+from apiserver.loops.placement.writes import Writer
+from apiserver.objects import Obj
 
 KEY = Key("Deployment", "demo", "web")
 
@@ -60,72 +62,71 @@ def hub_object(placement: str | None = None) -> Obj:
     }
 
 
-def loops() -> tuple[FlakyHub, PlacementLoop, SyncLoop]:
+def loops() -> tuple[FlakyHub, Writer, Handoff]:
+    """The hand-off between the placement loop's writer and the sync loop's reads."""
     hub = FlakyHub()
-    cache = HubCache(hub)
-    fleet = Fleet(hub, cast(aiohttp.ClientSession, None))
-    placement = PlacementLoop(cache, fleet)
-    return hub, placement, SyncLoop(cache, fleet, placement)
+    handoff = Handoff()
+    return hub, Writer(HubCache(hub), handoff, Records(lambda _: None)), handoff
 
 
 async def test_a_handed_placement_counts_until_the_hub_has_it() -> None:
-    _, _, sync = loops()
-    sync.take(KEY, "", {"us-east": 3})
-    assert sync._placement(KEY, hub_object()) == ({"us-east": 3}, True)
+    _, _, handoff = loops()
+    handoff.give(KEY, "", {"us-east": 3})
+    assert handoff.placement_of(KEY, hub_object()) == ({"us-east": 3}, True)
     # Our write landed: the hub's record says it from now on, and the hand-over is gone.
     landed = hub_object('{"us-east":3}')
-    assert sync._placement(KEY, landed) == ({"us-east": 3}, False)
-    assert sync._placement(KEY, hub_object()) == ({}, False)
+    assert handoff.placement_of(KEY, landed) == ({"us-east": 3}, False)
+    assert handoff.placement_of(KEY, hub_object()) == ({}, False)
 
 
 async def test_another_placement_on_the_hub_wins_over_a_handed_one() -> None:
-    _, _, sync = loops()
-    sync.take(KEY, '{"us-east":3}', {"eu-west": 3})
-    assert sync._placement(KEY, hub_object('{"us-west":3}')) == ({"us-west": 3}, False)
+    _, _, handoff = loops()
+    handoff.give(KEY, '{"us-east":3}', {"eu-west": 3})
+    assert handoff.placement_of(KEY, hub_object('{"us-west":3}')) == ({"us-west": 3}, False)
 
 
 async def test_a_failed_write_takes_the_hand_over_back_and_hands_nothing_until_one_succeeds() -> (
     None
 ):
-    hub, placement, sync = loops()
-    handed: list[tuple[Key, str, Any]] = []
-    placement.deciders.append(lambda key, replaced, where: handed.append((key, replaced, where)))
-    info = WORKLOADS["Deployment"]
+    hub, writer, handoff = loops()
+    # What the sync loop would read each time it is told of the key.
+    handed: list[tuple[Key, Any]] = []
+    handoff.handed.connect(lambda key: handed.append((key, handoff.placement_of(key, seen))))
+    seen = hub_object()
     hub.failing = True
     with pytest.raises(ApiError):
-        await placement._write_placement(info, KEY, hub_object(), {"us-east": 3})
-    assert handed == [(KEY, "", {"us-east": 3}), (KEY, "", None)]
+        await writer.placement(DEPLOYMENT, KEY, hub_object(), {"us-east": 3})
+    assert handed == [(KEY, ({"us-east": 3}, True)), (KEY, ({}, False))]
     # The sync loop follows the hub's record again: nothing placed.
-    assert sync._placement(KEY, hub_object()) == ({}, False)
+    assert handoff.placement_of(KEY, hub_object()) == ({}, False)
     with pytest.raises(ApiError):
-        await placement._write_placement(info, KEY, hub_object(), {"us-east": 3})
+        await writer.placement(DEPLOYMENT, KEY, hub_object(), {"us-east": 3})
     assert len(handed) == 2  # a retry of a failing write hands nothing over
     hub.failing = False
-    await placement._write_placement(info, KEY, hub_object(), {"us-east": 3})
+    await writer.placement(DEPLOYMENT, KEY, hub_object(), {"us-east": 3})
     assert len(handed) == 2 and len(hub.writes) == 1
-    await placement._write_placement(info, KEY, hub_object('{"us-east":3}'), {"eu-west": 3})
-    assert handed[-1] == (KEY, '{"us-east":3}', {"eu-west": 3})  # handing over again
+    seen = hub_object('{"us-east":3}')
+    await writer.placement(DEPLOYMENT, KEY, seen, {"eu-west": 3})
+    assert handed[-1] == (KEY, ({"eu-west": 3}, True))  # handing over again
 
 
 async def test_a_write_cancelled_on_its_way_takes_the_hand_over_back() -> None:
     """Leadership ended mid-write (the reconcile is cancelled): the hub may not have the
     placement, so the sync loop must follow the hub's record again, not the hand-over."""
-    hub, placement, sync = loops()
+    hub, writer, handoff = loops()
     hub.hanging = True
-    writing = asyncio.ensure_future(
-        placement._write_placement(WORKLOADS["Deployment"], KEY, hub_object(), {"us-east": 3})
-    )
+    writing = asyncio.ensure_future(writer.placement(DEPLOYMENT, KEY, hub_object(), {"us-east": 3}))
     await asyncio.sleep(0.05)  # the hand-over is made before the write is sent
-    assert KEY in sync._handed
+    assert handoff.placement_of(KEY, hub_object()) == ({"us-east": 3}, True)
     writing.cancel()
     with pytest.raises(asyncio.CancelledError):
         await writing
-    assert sync._placement(KEY, hub_object()) == ({}, False)
+    assert handoff.placement_of(KEY, hub_object()) == ({}, False)
 
 
 async def test_the_first_placement_brings_the_finalizer_in_the_same_write() -> None:
-    hub, placement, _ = loops()
-    await placement._write_placement(WORKLOADS["Deployment"], KEY, hub_object(), {"us-east": 3})
+    hub, writer, _ = loops()
+    await writer.placement(DEPLOYMENT, KEY, hub_object(), {"us-east": 3})
     assert hub.writes == [
         {
             "metadata": {

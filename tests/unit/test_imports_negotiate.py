@@ -6,8 +6,7 @@ import copy
 from typing import Any
 
 from apiserver.imports.negotiate import State, digest, misfits, negotiate, version_order
-
-Obj = dict[str, Any]
+from apiserver.objects import Obj
 
 
 def crd(*versions: str, fields: dict[str, Any] | None = None, kind: str = "Widget") -> Obj:

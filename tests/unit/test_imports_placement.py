@@ -8,9 +8,12 @@ from typing import cast
 import aiohttp
 
 from apiserver.hubcache import HubCache
-from apiserver.kube.client import Credentials, Kube, Obj
+from apiserver.kube.client import Credentials, Kube
+from apiserver.leader import Leadership
 from apiserver.locations.fleet import Fleet
-from apiserver.placement.loop import PlacementLoop
+from apiserver.loops.handoff import Handoff
+from apiserver.loops.placement.loop import PlacementLoop
+from apiserver.objects import Obj
 
 GVK = "example.org/v1/Widget"
 
@@ -27,11 +30,12 @@ def location() -> Obj:
 
 async def test_an_incompatible_location_does_not_serve_the_kind() -> None:
     hub = Kube(cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub")
-    loop = PlacementLoop(HubCache(hub), Fleet(hub, cast(aiohttp.ClientSession, None)))
+    fleet = Fleet(hub, cast(aiohttp.ClientSession, None))
+    loop = PlacementLoop(HubCache(hub), fleet, Handoff(), Leadership.solo())
     widget: Obj = {"apiVersion": "example.org/v1", "kind": "Widget", "metadata": {}}
-    assert GVK in (await loop._candidate(location(), widget)).served
+    assert GVK in (await loop.decider._candidate(location(), widget)).served
     loop.exclude({"us-west": frozenset({GVK})}, {"Widget.example.org"})
-    served = (await loop._candidate(location(), widget)).served
+    served = (await loop.decider._candidate(location(), widget)).served
     assert GVK not in served and "apps/v1/Deployment" in served
     loop.exclude({}, {"Widget.example.org"})
-    assert GVK in (await loop._candidate(location(), widget)).served
+    assert GVK in (await loop.decider._candidate(location(), widget)).served

@@ -16,7 +16,8 @@ from apiserver.imports.validate import errors
 
 Schema = dict[str, Any]
 
-NAMES = st.sampled_from(["a", "b", "c", "d", "e"])
+FIELDS = ("a", "b", "c", "d", "e")
+NAMES = st.sampled_from(FIELDS)
 SCALARS = ("string", "integer", "number", "boolean")
 
 
@@ -154,7 +155,9 @@ def instances(schema: Schema) -> st.SearchStrategy[Any]:
         required = set(schema.get("required") or [])
         extra: st.SearchStrategy[dict[str, Any]] = st.just({})
         if schema.get("x-kubernetes-preserve-unknown-fields"):
-            extra = st.dictionaries(st.sampled_from(["p", "q"]), JSON, max_size=2)
+            # Keys no location names, and keys some location names but the hub left out.
+            unknown = ["p", "q", *(name for name in FIELDS if name not in properties)]
+            extra = st.dictionaries(st.sampled_from(unknown), JSON, max_size=2)
         every = st.fixed_dictionaries({k: instances(v) for k, v in properties.items()})
         fixed = every | st.fixed_dictionaries(
             {k: instances(v) for k, v in properties.items() if k in required},
@@ -307,3 +310,47 @@ def test_length_and_count_bounds_tighten() -> None:
         _spec(s={"type": "string", "maxLength": 5}),
     ]
     assert common(empty) == _spec()
+
+
+def test_a_typed_map_and_preserved_unknown_fields_meet_at_the_typed_map() -> None:
+    # Found by the property above: both keep unknown fields under `d`, but the first only as
+    # strings (its additionalProperties), so the hub may not take any value there.
+    preserve = {"x-kubernetes-preserve-unknown-fields": True}
+    typed = _spec(d={"type": "object", "additionalProperties": {"type": "string"}, **preserve})
+    free = _spec(d={"type": "object", "properties": {}, **preserve})
+    for locations in ([typed, free], [free, typed]):
+        hub = common(locations)
+        assert hub == _spec(
+            d={"type": "object", **preserve, "additionalProperties": {"type": "string"}}
+        )
+        assert errors(hub, {"spec": {"d": {"p": None}}}) == ["spec.d.p: null"]
+        assert errors(hub, {"spec": {"d": {"p": "x"}}}) == []
+        assert all(errors(location, {"spec": {"d": {"p": "x"}}}) == [] for location in locations)
+        assert all(narrowed(hub, location) == [] for location in locations)
+
+
+def test_a_field_left_out_under_preserved_unknown_fields_takes_its_parent_out() -> None:
+    # The hub cannot refuse `a` alone while it keeps unknown fields: it would take `a: "x"`
+    # that the second location refuses. Without preserve the parent stays, closed.
+    preserve = {"x-kubernetes-preserve-unknown-fields": True}
+    one = _spec(o={"type": "object", "properties": {"a": {"type": "string"}}, **preserve})
+    two = _spec(o={"type": "object", "properties": {"a": {"type": "integer"}}, **preserve})
+    assert common([one, two]) == _spec()
+    maps = [
+        _spec(o={"type": "object", "properties": {"a": {"type": "string"}}}),
+        _spec(o={"type": "object", "additionalProperties": {"type": "integer"}}),
+    ]
+    assert common(maps) == _spec(o={"type": "object", "properties": {}})
+
+
+def test_named_fields_and_a_typed_map_that_both_stay_open_meet_as_a_map() -> None:
+    # A structural schema cannot have both properties and a typed additionalProperties, and
+    # the node must keep unknown fields: one schema for every key, `x` included.
+    preserve = {"x-kubernetes-preserve-unknown-fields": True}
+    named = _spec(o={"type": "object", "properties": {"x": {"type": "string"}}, **preserve})
+    short = {"type": "string", "maxLength": 3}
+    typed = _spec(o={"type": "object", "additionalProperties": short, **preserve})
+    hub = common([named, typed])
+    assert hub == _spec(o={"type": "object", **preserve, "additionalProperties": short})
+    assert errors(hub, {"spec": {"o": {"x": "abcd"}}}) == ["spec.o.x: more than maxLength"]
+    assert narrowed(hub, named) == [] and narrowed(hub, typed) == []

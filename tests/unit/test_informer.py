@@ -11,8 +11,9 @@ from typing import Any, cast
 
 import pytest
 
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Informer
+from apiserver.objects import Obj
 
 
 def obj(name: str, version: int) -> Obj:

@@ -12,8 +12,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from apiserver.kube.client import ApiError, Credentials, Kube, Obj, guard_trace
+from apiserver.kube.client import ApiError, Credentials, Kube, guard_trace
 from apiserver.leader import NAME, Attempt, Leadership, NotLeading, Timing
+from apiserver.objects import Obj
 
 TIMING = Timing(lease=15.0, renew_deadline=10.0, retry=2.0)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from apiserver.contract import SERVICE_ACCOUNT
 from apiserver.locations import renew
 from kubectl_mc import location_account
 
@@ -53,10 +54,10 @@ def test_the_secret_keeps_everything_but_the_token() -> None:
     patch = renew.secret_patch("kubeconfig", renew.with_token(config, "new"))
     written = yaml.safe_load(base64.b64decode(patch["data"]["kubeconfig"]))
     assert written == {**config, "users": [{"name": "c", "user": {"token": "new"}}]}
-    secret = {"metadata": {"annotations": {renew.ANNOTATION: "kmc-system/kmc-location"}}}
+    secret = {"metadata": {"annotations": {SERVICE_ACCOUNT: "kmc-system/kmc-location"}}}
     assert renew.account(secret) == ("kmc-system", "kmc-location")
     assert renew.account({"metadata": {}}) is None
-    assert renew.ANNOTATION == location_account.SERVICE_ACCOUNT_ANNOTATION
+    assert SERVICE_ACCOUNT == location_account.SERVICE_ACCOUNT_ANNOTATION
 
 
 def test_unjoin_removes_all_but_the_namespace_the_aggregating_role_before_its_parts() -> None:

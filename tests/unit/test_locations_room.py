@@ -9,10 +9,11 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
-from apiserver.kube.client import Kube, Obj
+from apiserver.kube.client import Kube
 from apiserver.locations.probe import Watched, room, schedulable
+from apiserver.loops.placement.deciding import _free
+from apiserver.objects import Obj
 from apiserver.placement.engine import Resources
-from apiserver.placement.loop import _free
 
 
 def node(

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from apiserver.placement.dependencies import follow, pod_spec_of, references
+from apiserver.kinds import ALL, CONFIGMAP, DEPLOYMENT, POD
+from apiserver.placement.dependencies import follow, pod_spec_at, references
 
 POD_SPEC: dict[str, Any] = {
     "serviceAccountName": "web-sa",
@@ -102,21 +103,18 @@ def _template(kind: str, pod_spec: dict[str, Any]) -> dict[str, Any]:
     return {"kind": kind, "spec": {"replicas": 1, "template": {"spec": pod_spec}}}
 
 
-@pytest.mark.parametrize(
-    "kind", ["Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job", "ReplicationController"]
-)
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job"])
 def test_pod_spec_of_workloads(kind: str) -> None:
-    assert pod_spec_of(_template(kind, POD_SPEC)) is POD_SPEC
+    entry = next(k for k in ALL if k.kind == kind)
+    assert entry.pod_spec(_template(kind, POD_SPEC)) is POD_SPEC
 
 
-def test_pod_spec_of_cron_job_pod_and_others() -> None:
-    cron = {"kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": {"spec": POD_SPEC}}}}}
-    assert pod_spec_of(cron) is POD_SPEC
-    assert pod_spec_of({"kind": "Pod", "spec": POD_SPEC}) is POD_SPEC
-    assert pod_spec_of({"kind": "ConfigMap", "data": {"spec": "x"}}) is None
-    assert pod_spec_of({"kind": "Deployment", "spec": {}}) is None
-    assert pod_spec_of({"kind": "Deployment", "spec": {"template": "nonsense"}}) is None
-    assert pod_spec_of({"spec": POD_SPEC}) is None
+def test_pod_spec_of_a_pod_and_others() -> None:
+    assert POD.pod_spec({"kind": "Pod", "spec": POD_SPEC}) is POD_SPEC
+    assert CONFIGMAP.pod_spec({"kind": "ConfigMap", "data": {"spec": "x"}}) is None
+    assert DEPLOYMENT.pod_spec({"kind": "Deployment", "spec": {}}) is None
+    assert DEPLOYMENT.pod_spec({"kind": "Deployment", "spec": {"template": "nonsense"}}) is None
+    assert pod_spec_at({"spec": POD_SPEC}, ("spec", "template", "spec")) is None
 
 
 def test_follow_is_the_sorted_union_of_the_users_locations() -> None:

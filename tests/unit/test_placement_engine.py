@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from apiserver.kinds.job import split as split_job
 from apiserver.placement.engine import (
     Candidate,
     Change,
@@ -23,10 +24,9 @@ from apiserver.placement.engine import (
     Taint,
     Why,
     decide,
-    split_job,
-    total_replicas,
 )
 from apiserver.placement.strategy import Strategy, parse_strategy
+from tests.unit.shapes import shape
 
 NOW = 10_000.0
 SERVED = frozenset({"apps/v1/Deployment", "apps/v1/DaemonSet", "batch/v1/Job", "v1/ConfigMap"})
@@ -74,8 +74,10 @@ def run(
     how: Strategy | None = None,
     **options: Any,
 ) -> Decision:
+    obj = obj if obj is not None else deployment()
     return decide(
-        obj if obj is not None else deployment(),
+        obj,
+        shape(obj),
         how if how is not None else strategy(),
         candidates,
         current or {},
@@ -126,7 +128,7 @@ def _has(obj: Mapping[str, Any], path: str) -> bool:
     ],
 )
 def test_total_replicas_by_kind(obj: dict[str, Any], expected: int | None) -> None:
-    assert total_replicas(obj) == expected
+    assert shape(obj).total == expected
 
 
 # --- verdicts -------------------------------------------------------------------------------

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from apiserver.placement.gates import ANNOTATION, GatesError, gated_message, placement_gates
-from apiserver.views import cells
+from apiserver.contract import PLACEMENT_GATES as ANNOTATION
+from apiserver.kinds import DEPLOYMENT
+from apiserver.mc.views import cells
+from apiserver.placement.gates import GatesError, gated_message, placement_gates
 
 WHERE = "deployments demo/web"
 
@@ -59,8 +61,8 @@ def _view(placement: dict[str, int | None], reason: str) -> dict[str, object]:
 
 
 def test_a_gated_object_shows_gated_where_its_locations_would_be() -> None:
-    row = cells(_view({}, "Gated"), None)
+    row = cells(DEPLOYMENT, _view({}, "Gated"), None)
     assert row[2] == "<gated>"
     assert row[5] == "Gated"
-    assert cells(_view({}, "Unplaceable"), None)[2] == "<none>"
-    assert cells(_view({"us-east": 2}, "Placed"), None)[2] == "us-east=2"
+    assert cells(DEPLOYMENT, _view({}, "Unplaceable"), None)[2] == "<none>"
+    assert cells(DEPLOYMENT, _view({"us-east": 2}, "Placed"), None)[2] == "us-east=2"

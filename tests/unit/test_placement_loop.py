@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from apiserver.placement.loop import _changed_at
+from apiserver.loops.placement.deciding import _changed_at
 
 
 def test_a_whole_second_counts_from_its_end_so_a_grace_period_is_never_short() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver.admission import judge
+from apiserver.kinds import DEPLOYMENT
 from apiserver.placement.engine import Why
 from apiserver.placement.policy import (
     Policy,
@@ -102,7 +103,7 @@ def test_constraints_merge_first_policy_wins_and_go_into_the_child_only() -> Non
             },
         },
     }
-    child = child_object(hub, "apps/v1", "Deployment", "us-east", {"us-east": 1}, {}, added)
+    child = child_object(hub, DEPLOYMENT, "us-east", {"us-east": 1}, {}, added)
     pod = child["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"pool": "secure", "os": "linux", "disk": "ssd"}
     assert pod["tolerations"] == [

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apiserver.placement.quantity import Format, format_quantity, parse_quantity, quantity_format
 from apiserver.placement.quota import divide_quota
+from apiserver.quantity import Format, format_quantity, parse_quantity, quantity_format
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apiserver.kinds import DEPLOYMENT
 from apiserver.placement.engine import Resources
 from apiserver.placement.room import Ask, Free, ask_of, fits, shortfall
 from tests.unit.test_placement_engine import deployment, loc, run
@@ -28,8 +29,8 @@ def asking(replicas: int, cpu: str = "100m", memory: str = "64Mi") -> dict[str, 
 
 
 def test_one_replica_asks_what_the_scheduler_counts() -> None:
-    assert ask_of(asking(1)) == Ask(cpu_milli=200, memory=1 << 30)  # init's memory is larger
-    assert ask_of(deployment(1)) == Ask(0, 0)
+    assert ask_of(DEPLOYMENT.pod_spec(asking(1))) == Ask(200, 1 << 30)  # init's memory is larger
+    assert ask_of(DEPLOYMENT.pod_spec(deployment(1))) == Ask(0, 0)
 
 
 def test_what_fits_and_what_is_short() -> None:

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from apiserver.kinds import PLACED, of_crd
 from apiserver.placement.selector import matches, tolerated, tolerates
 from apiserver.placement.strategy import (
     LabelSelector,
     Strategy,
     StrategyError,
     Toleration,
-    default_strategy,
     effective_strategy,
     parse_strategy,
 )
@@ -262,6 +262,17 @@ def test_to_json_round_trips(document: dict[str, Any]) -> None:
     assert canonical == json.dumps(json.loads(canonical), separators=(",", ":"))
 
 
+# A kind the hub serves from a user's CRD: placed only when asked, copied whole by default.
+CRONJOB_CRD = {
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"kind": "CronJob", "plural": "cronjobs"},
+        "versions": [{"name": "v1", "storage": True}],
+    }
+}
+
+
 @pytest.mark.parametrize(
     ("kind", "expected"),
     [
@@ -275,18 +286,23 @@ def test_to_json_round_trips(document: dict[str, Any]) -> None:
     ],
 )
 def test_default_strategy_divides_only_kinds_with_replicas(kind: str, expected: str) -> None:
-    assert default_strategy(kind) == Strategy(type=expected)  # type: ignore[arg-type]
+    entry = PLACED.get(kind) or of_crd(CRONJOB_CRD)
+    assert entry is not None and entry.kind == kind
+    assert effective_strategy(None, None, entry.default_type, WHERE) == (
+        Strategy(type=expected),  # type: ignore[arg-type]
+        "default",
+    )
 
 
 def test_effective_strategy_prefers_the_object_then_the_namespace() -> None:
     on_object, on_namespace = '{"type": "Single"}', '{"type": "Replicate"}'
     single, replicate = Strategy(type="Single"), Strategy(type="Replicate")
-    assert effective_strategy(on_object, on_namespace, "Deployment", WHERE) == (single, "object")
-    assert effective_strategy(None, on_namespace, "Deployment", WHERE) == (
+    assert effective_strategy(on_object, on_namespace, "Split", WHERE) == (single, "object")
+    assert effective_strategy(None, on_namespace, "Split", WHERE) == (
         replicate,
         "namespace",
     )
-    assert effective_strategy(None, None, "Deployment", WHERE) == (
+    assert effective_strategy(None, None, "Split", WHERE) == (
         Strategy(type="Split"),
         "default",
     )
@@ -294,12 +310,12 @@ def test_effective_strategy_prefers_the_object_then_the_namespace() -> None:
 
 def test_a_malformed_annotation_never_falls_back() -> None:
     with pytest.raises(StrategyError, match=f"^{PREFIX}.type: required$"):
-        effective_strategy("{}", '{"type": "Single"}', "Deployment", WHERE)
+        effective_strategy("{}", '{"type": "Single"}', "Split", WHERE)
     with pytest.raises(
         StrategyError,
         match=f"^kmc.dev/strategy on the namespace of {WHERE}: not JSON: ",
     ):
-        effective_strategy(None, "{", "Deployment", WHERE)
+        effective_strategy(None, "{", "Split", WHERE)
 
 
 # --- selector -------------------------------------------------------------------------------

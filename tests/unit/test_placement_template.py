@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apiserver.kinds import CONFIGMAP, DEPLOYMENT
 from apiserver.placement.engine import Why
 from apiserver.placement.template import steering
 
@@ -133,12 +134,14 @@ def test_a_strategy_that_says_where_wins_and_the_verdict_says_so() -> None:
 
 
 def test_nothing_to_say_without_location_terms() -> None:
-    plain = steering(with_pod_spec(), lambda: {"a": {REGION: "us"}})
+    plain = steering(DEPLOYMENT.pod_spec(with_pod_spec()), lambda: {"a": {REGION: "us"}})
     assert not plain.ruled_out and plain.preferences is None and plain.spread_key is None
-    assert steering({"kind": "ConfigMap"}, lambda: {"a": {}}).ruled_out == {}
+    assert steering(CONFIGMAP.pod_spec({"kind": "ConfigMap"}), lambda: {"a": {}}).ruled_out == {}
 
 
 def test_gt_and_lt_compare_integers() -> None:
     located = {"a": {"gen": "3"}, "b": {"gen": "7"}, "c": {"gen": "x"}}
     newer = required([expr("gen", "Gt", "5")])
-    assert set(steering(with_pod_spec(affinity=newer), lambda: located).ruled_out) == {"a", "c"}
+    assert set(
+        steering(DEPLOYMENT.pod_spec(with_pod_spec(affinity=newer)), lambda: located).ruled_out
+    ) == {"a", "c"}

@@ -22,6 +22,7 @@ from kubectl_mc import move as moving
 from kubectl_mc.kube import KubeError
 from kubectl_mc.move import KINDS, MoveError, Plan, Request, plan
 from kubectl_mc.progress import Progress, line, table
+from tests.unit.shapes import shape
 
 DEPLOYMENTS = KINDS["deployments"]
 WEB = "deployment.apps/web"
@@ -35,7 +36,9 @@ def placed_by(strategy: Mapping[str, Any], current: Mapping[str, int], replicas:
         Candidate(name, {}, (), False, True, 0.0, SERVED) for name in (*LOCATIONS, "ap-south")
     ]
     obj = {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": replicas}}
-    decision = decide(obj, Strategy.model_validate(strategy), candidates, current, 10_000.0)
+    decision = decide(
+        obj, shape(obj), Strategy.model_validate(strategy), candidates, current, 10_000.0
+    )
     return {loc: n for loc, n in decision.placement.items() if n}
 
 

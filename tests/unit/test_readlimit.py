@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from apiserver.api import errors
+from apiserver.kube.client import ApiError
 from apiserver.readlimit import Priority, ReadLimiter
 
 
@@ -30,7 +30,7 @@ async def test_turns_go_by_priority_then_arrival_and_a_full_queue_says_429() -> 
     ]
     await asyncio.sleep(0)
     assert order == ["first"] and limiter.queued == 3
-    with pytest.raises(errors.StatusError) as refused:
+    with pytest.raises(ApiError) as refused:
         async with limiter.turn(Priority.GET):
             pass
     assert refused.value.status["code"] == 429

@@ -12,11 +12,12 @@ from typing import Any, cast
 import pytest
 
 from apiserver.api import selectors
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kinds import REMOTE as KINDS
+from apiserver.kube.client import ApiError, Kube
+from apiserver.objects import Obj
 from apiserver.remote import handlers
 from apiserver.remote.cache import Change, Gone, RemoteCaches, TableCache, entry
 from apiserver.remote.handlers import _Cached, _seen_as
-from apiserver.remote.kinds import KINDS
 
 PODS = KINDS["pods"]
 COLUMNS = [{"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0}]

@@ -15,11 +15,21 @@ from aiohttp.test_utils import TestClient, TestServer
 from apiserver.api import paging
 from apiserver.api.authn import UserInfo
 from apiserver.api.authz import Attributes, Decision
-from apiserver.keys import CHILD_AUTHZ, FLEET, LOCATIONS, OPTIONS, REMOTE_CACHES
-from apiserver.kube.client import Kube, Obj
+from apiserver.hubcache import HUB_CACHE
+from apiserver.kinds import REMOTE as KINDS
+from apiserver.kube.client import Kube
+from apiserver.locations.fleet import FLEET
+from apiserver.objects import Obj
+from apiserver.options import OPTIONS
 from apiserver.remote import handlers
-from apiserver.remote.cache import ChildAuthorizers, RemoteCaches, TableCache, entry
-from apiserver.remote.kinds import KINDS
+from apiserver.remote.cache import (
+    CHILD_AUTHZ,
+    REMOTE_CACHES,
+    ChildAuthorizers,
+    RemoteCaches,
+    TableCache,
+    entry,
+)
 
 PODS = KINDS["pods"]
 pytestmark = pytest.mark.filterwarnings("ignore::aiohttp.web.NotAppKeyWarning")
@@ -73,11 +83,11 @@ class Authz:
         return Decision(True, "RBAC: allowed")
 
 
-class Locations:
+class HubCache:
     def __init__(self) -> None:
         ready = [{"type": "Ready", "status": "True"}]
-        self.informer = type("I", (), {})()
-        self.informer.cache = {
+        self.locations = type("I", (), {})()
+        self.locations.cache = {
             n: {"metadata": {"name": n}, "status": {"conditions": ready}} for n in LOCATIONS_
         }
 
@@ -107,7 +117,7 @@ def served(query: str, accept: str) -> tuple[Obj, list[str], Authz]:
         app = web.Application()
         app[REMOTE_CACHES] = cast(RemoteCaches, Caches())
         app[CHILD_AUTHZ] = cast(ChildAuthorizers, authz)
-        app[LOCATIONS] = cast(Any, Locations())
+        app[HUB_CACHE] = cast(Any, HubCache())
         app[FLEET] = cast(Any, Fleet())
         app[OPTIONS] = cast(Any, Options())
         app.router.add_get("/pods", handler)

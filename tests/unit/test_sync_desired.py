@@ -8,16 +8,18 @@ from typing import Any
 
 import pytest
 
-from apiserver.placement.quantity import parse_quantity
-from apiserver.sync.desired import (
-    ORIGIN_LABEL,
-    child_object,
-    max_unavailable,
-    replica_kinds,
-    syncable,
-)
+from apiserver.contract import ORIGIN as ORIGIN_LABEL
+from apiserver.kinds import ALL, DAEMONSET, REPLICASET, Kind
+from apiserver.quantity import parse_quantity
+from apiserver.sync.desired import child_object, replicas_share
 
 HUB_UID = "0f7c8a52-5d0e-4a3e-9c1b-2f6f3b1e9a10"
+REPLICA_KINDS = sorted(k.kind for k in ALL if k.share is replicas_share)
+
+
+def entry(kind: str) -> Kind:
+    """The kinds' entry of that name, as the sync loop passes it."""
+    return next(k for k in ALL if k.kind == kind)
 
 
 def hub_metadata(name: str = "web", **extra: Any) -> dict[str, Any]:
@@ -89,7 +91,7 @@ def job(**spec: Any) -> dict[str, Any]:
 
 
 def test_metadata_keeps_the_authors_fields_and_nothing_else() -> None:
-    child = child_object(deployment(), "apps/v1", "Deployment", "us-east", {"us-east": 2})
+    child = child_object(deployment(), entry("Deployment"), "us-east", {"us-east": 2})
     assert child["apiVersion"] == "apps/v1"
     assert child["kind"] == "Deployment"
     assert child["metadata"] == {
@@ -103,7 +105,7 @@ def test_metadata_keeps_the_authors_fields_and_nothing_else() -> None:
 
 def test_nothing_under_kmc_dev_reaches_a_child_but_the_origin_label() -> None:
     for kind, hub in [("Deployment", deployment()), ("Job", job())]:
-        child = child_object(hub, "v1", kind, "us-east", {"us-east": 2, "us-west": 1})
+        child = child_object(hub, entry(kind), "us-east", {"us-east": 2, "us-west": 1})
         metadata = child["metadata"]
         ours = [
             key
@@ -125,7 +127,7 @@ def test_empty_annotations_are_omitted_and_labels_hold_only_the_origin() -> None
         },
         "data": {"mode": "prod"},
     }
-    child = child_object(hub, "v1", "ConfigMap", "us-east", {"us-east": None})
+    child = child_object(hub, entry("ConfigMap"), "us-east", {"us-east": None})
     assert child == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -137,32 +139,30 @@ def test_empty_annotations_are_omitted_and_labels_hold_only_the_origin() -> None
 def test_the_hub_object_is_never_modified_and_the_child_shares_nothing_with_it() -> None:
     hub = job()
     before = copy.deepcopy(hub)
-    child = child_object(hub, "batch/v1", "Job", "us-east", {"us-east": 6, "us-west": 4})
+    child = child_object(hub, entry("Job"), "us-east", {"us-east": 6, "us-west": 4})
     assert hub == before
     child["spec"]["template"]["spec"]["containers"][0]["image"] = "changed"
     assert hub == before
 
 
-@pytest.mark.parametrize("kind", sorted(replica_kinds))
+@pytest.mark.parametrize("kind", REPLICA_KINDS)
 def test_replica_kinds_get_their_locations_share(kind: str) -> None:
     placement = {"eu-west": 1, "us-east": 3, "us-west": 2}
     shares = {
-        loc: child_object(deployment(6), "apps/v1", kind, loc, placement)["spec"]["replicas"]
+        loc: child_object(deployment(6), entry(kind), loc, placement)["spec"]["replicas"]
         for loc in placement
     }
     assert shares == placement
 
 
 def test_a_replica_kind_placed_whole_keeps_its_replicas() -> None:
-    child = child_object(deployment(5), "apps/v1", "Deployment", "us-east", {"us-east": None})
+    child = child_object(deployment(5), entry("Deployment"), "us-east", {"us-east": None})
     assert child["spec"]["replicas"] == 5
 
 
 def test_a_job_gets_its_share_of_parallelism_and_completions() -> None:
     placement = {"us-east": 6, "us-west": 4}
-    specs = {
-        loc: child_object(job(), "batch/v1", "Job", loc, placement)["spec"] for loc in placement
-    }
+    specs = {loc: child_object(job(), entry("Job"), loc, placement)["spec"] for loc in placement}
     assert {loc: spec["completions"] for loc, spec in specs.items()} == {"us-east": 6, "us-west": 4}
     assert {loc: spec["parallelism"] for loc, spec in specs.items()} == {"us-east": 2, "us-west": 2}
 
@@ -170,13 +170,13 @@ def test_a_job_gets_its_share_of_parallelism_and_completions() -> None:
 def test_a_job_without_completions_gets_none() -> None:
     hub = job(parallelism=3)
     del hub["spec"]["completions"]
-    child = child_object(hub, "batch/v1", "Job", "us-west", {"us-east": 2, "us-west": 1})
+    child = child_object(hub, entry("Job"), "us-west", {"us-east": 2, "us-west": 1})
     assert child["spec"]["parallelism"] == 1
     assert "completions" not in child["spec"]
 
 
 def test_a_job_leaves_its_selector_and_generated_labels_to_the_child() -> None:
-    child = child_object(job(), "batch/v1", "Job", "us-east", {"us-east": 10})
+    child = child_object(job(), entry("Job"), "us-east", {"us-east": 10})
     assert "selector" not in child["spec"]
     assert child["spec"]["template"]["metadata"]["labels"] == {"app": "crunch"}
     assert HUB_UID not in json.dumps(child["spec"])
@@ -185,14 +185,14 @@ def test_a_job_leaves_its_selector_and_generated_labels_to_the_child() -> None:
 def test_a_job_with_only_generated_template_labels_has_no_template_labels() -> None:
     hub = job()
     del hub["spec"]["template"]["metadata"]["labels"]["app"]
-    child = child_object(hub, "batch/v1", "Job", "us-east", {"us-east": 10})
+    child = child_object(hub, entry("Job"), "us-east", {"us-east": 10})
     assert child["spec"]["template"]["metadata"] == {}
 
 
 def test_a_manual_selector_job_keeps_its_selector_and_labels() -> None:
     hub = job(manualSelector=True, selector={"matchLabels": {"app": "crunch"}})
     hub["spec"]["template"]["metadata"]["labels"] = {"app": "crunch", "job-name": "crunch"}
-    child = child_object(hub, "batch/v1", "Job", "us-east", {"us-east": 10})
+    child = child_object(hub, entry("Job"), "us-east", {"us-east": 10})
     assert child["spec"]["selector"] == {"matchLabels": {"app": "crunch"}}
     assert child["spec"]["template"]["metadata"]["labels"] == {
         "app": "crunch",
@@ -219,7 +219,7 @@ def quota() -> dict[str, Any]:
 def test_a_resource_quota_is_divided_exactly_by_the_placement() -> None:
     placement = {"eu-west": 1, "us-east": 3, "us-west": 2}
     hards = {
-        loc: child_object(quota(), "v1", "ResourceQuota", loc, placement)["spec"]["hard"]
+        loc: child_object(quota(), entry("ResourceQuota"), loc, placement)["spec"]["hard"]
         for loc in placement
     }
     assert hards["us-east"]["pods"] == "10"
@@ -232,7 +232,7 @@ def test_a_resource_quota_is_divided_exactly_by_the_placement() -> None:
 
 def test_a_resource_quota_placed_without_replicas_is_divided_evenly() -> None:
     placement: dict[str, int | None] = {"us-east": None, "us-west": None}
-    child = child_object(quota(), "v1", "ResourceQuota", "us-east", placement)
+    child = child_object(quota(), entry("ResourceQuota"), "us-east", placement)
     assert child["spec"]["hard"]["pods"] == "10"
     assert child["spec"]["hard"]["limits.cpu"] == "500m"
     assert child["spec"]["scopes"] == ["NotBestEffort"]
@@ -245,7 +245,7 @@ def test_a_service_account_leaves_its_token_secrets_behind() -> None:
         "secrets": [{"name": "builder-token-x7k2p"}],
         "imagePullSecrets": [{"name": "registry"}],
     }
-    child = child_object(hub, "v1", "ServiceAccount", "us-east", {"us-east": None})
+    child = child_object(hub, entry("ServiceAccount"), "us-east", {"us-east": None})
     assert "secrets" not in child
     assert child["imagePullSecrets"] == [{"name": "registry"}]
 
@@ -263,7 +263,7 @@ def test_a_service_leaves_addresses_and_node_ports_to_the_child() -> None:
             "selector": {"app": "web"},
         },
     }
-    spec = child_object(hub, "v1", "Service", "us-east", {"us-east": None})["spec"]
+    spec = child_object(hub, entry("Service"), "us-east", {"us-east": None})["spec"]
     assert spec == {
         "type": "LoadBalancer",
         "externalTrafficPolicy": "Local",
@@ -277,7 +277,7 @@ def test_a_headless_service_stays_headless() -> None:
         "metadata": hub_metadata("db"),
         "spec": {"clusterIP": "None", "clusterIPs": ["None"], "ports": [{"port": 5432}]},
     }
-    spec = child_object(hub, "v1", "Service", "us-east", {"us-east": None})["spec"]
+    spec = child_object(hub, entry("Service"), "us-east", {"us-east": None})["spec"]
     assert spec["clusterIP"] == "None"
     assert spec["clusterIPs"] == ["None"]
 
@@ -288,21 +288,21 @@ def test_other_kinds_are_copied_as_is() -> None:
         "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": {"spec": {}}},
         "status": {"numberReady": 3},
     }
-    child = child_object(hub, "apps/v1", "DaemonSet", "us-west", {"us-west": None})
+    child = child_object(hub, entry("DaemonSet"), "us-west", {"us-west": None})
     assert child["spec"] == hub["spec"]
     assert "status" not in child
 
 
 def test_a_location_outside_the_placement_is_refused() -> None:
     with pytest.raises(ValueError, match="eu-west"):
-        child_object(deployment(), "apps/v1", "Deployment", "eu-west", {"us-east": 3})
+        child_object(deployment(), entry("Deployment"), "eu-west", {"us-east": 3})
 
 
 def test_a_hub_object_without_uid_is_refused() -> None:
     hub = deployment()
     del hub["metadata"]["uid"]
     with pytest.raises(ValueError, match="uid"):
-        child_object(hub, "apps/v1", "Deployment", "us-east", {"us-east": 3})
+        child_object(hub, entry("Deployment"), "us-east", {"us-east": 3})
 
 
 @pytest.mark.parametrize(
@@ -324,7 +324,7 @@ def test_a_hub_object_without_uid_is_refused() -> None:
     ],
 )
 def test_syncable(kind: str, hub: dict[str, Any], expected: bool) -> None:
-    assert syncable(hub, kind) is expected
+    assert entry(kind).syncable(hub) is expected
 
 
 @pytest.mark.parametrize(
@@ -356,6 +356,12 @@ def test_deployment_max_unavailable(spec: dict[str, Any], expected: int) -> None
     assert max_unavailable({"spec": spec}, "Deployment") == expected
 
 
+def max_unavailable(hub: dict[str, Any], kind: str) -> int:
+    rule = entry(kind).max_unavailable
+    assert rule is not None
+    return rule(hub)
+
+
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
@@ -371,8 +377,10 @@ def test_statefulset_max_unavailable(spec: dict[str, Any], expected: int) -> Non
 
 
 def test_other_kinds_take_one_at_a_time() -> None:
-    assert max_unavailable({"spec": {"replicas": 8}}, "ReplicaSet") == 1
-    assert max_unavailable({"spec": {}}, "DaemonSet") == 1
+    assert REPLICASET.max_unavailable is not None
+    assert REPLICASET.max_unavailable({"spec": {"replicas": 8}}) == 1
+    # A DaemonSet runs whole wherever it is placed: nothing is handed over by replicas.
+    assert DAEMONSET.max_unavailable is None
 
 
 def test_a_role_about_remote_kmc_dev_becomes_one_about_the_real_groups() -> None:
@@ -389,7 +397,7 @@ def test_a_role_about_remote_kmc_dev_becomes_one_about_the_real_groups() -> None
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
         ],
     }
-    child = child_object(role, "rbac.authorization.k8s.io/v1", "Role", "us-east", {"us-east": None})
+    child = child_object(role, entry("Role"), "us-east", {"us-east": None})
     assert child["rules"] == [
         {
             "apiGroups": ["batch"],
@@ -404,9 +412,7 @@ def test_a_role_about_remote_kmc_dev_becomes_one_about_the_real_groups() -> None
         **role,
         "rules": [{"apiGroups": ["remote.kmc.dev"], "resources": ["*"], "verbs": ["list"]}],
     }
-    rules = child_object(everything, "rbac.authorization.k8s.io/v1", "Role", "a", {"a": None})[
-        "rules"
-    ]
+    rules = child_object(everything, entry("Role"), "a", {"a": None})["rules"]
     granted = {(r["apiGroups"][0], res) for r in rules for res in r["resources"]}
     assert ("", "pods") in granted and ("discovery.k8s.io", "endpointslices") in granted
     assert ("", "pods/exec") in granted  # "*" is every sub-resource too, as RBAC reads it
@@ -431,7 +437,7 @@ def test_a_role_about_pod_streams_becomes_one_about_the_childrens_pods() -> None
             {"apiGroups": ["remote.kmc.dev"], "resources": ["pods/*"], "verbs": ["get"]},
         ],
     }
-    child = child_object(role, "rbac.authorization.k8s.io/v1", "Role", "a", {"a": None})
+    child = child_object(role, entry("Role"), "a", {"a": None})
     assert child["rules"] == [
         {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]},

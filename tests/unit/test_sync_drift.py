@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from apiserver.sync.desired import ORIGIN_LABEL, child_object
-from apiserver.sync.loop import _wears
+from apiserver.contract import ORIGIN as ORIGIN_LABEL
+from apiserver.kinds import DEPLOYMENT
+from apiserver.loops.sync.apply import _wears
+from apiserver.sync.desired import child_object
 
 HUB: dict[str, Any] = {
     "apiVersion": "apps/v1",
@@ -23,7 +25,7 @@ HUB: dict[str, Any] = {
 
 
 def desired() -> dict[str, Any]:
-    return child_object(HUB, "apps/v1", "Deployment", "us-east", {"us-east": 2})
+    return child_object(HUB, DEPLOYMENT, "us-east", {"us-east": 2})
 
 
 def child(labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:

@@ -13,12 +13,12 @@ from typing import Any, cast
 
 import aiohttp
 
-from apiserver.hubcache import HubCache
-from apiserver.kinds import WORKLOADS, Key
-from apiserver.kube.client import Credentials, Kube, Obj
-from apiserver.locations.fleet import Fleet
-from apiserver.placement.loop import PlacementLoop
-from apiserver.sync.loop import Settings, SyncLoop, _partway
+from apiserver.kinds import DEPLOYMENT, Key
+from apiserver.kube import events
+from apiserver.kube.client import Credentials, Kube
+from apiserver.loops.sync.fold import Folder, _partway
+from apiserver.loops.sync.records import Records
+from apiserver.objects import Obj
 
 KEY = Key("Deployment", "demo", "web")
 
@@ -89,20 +89,20 @@ def child(ready: int) -> Obj:
 
 async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
     hub = Hub()
-    cache = HubCache(hub)
-    fleet = Fleet(hub, cast(aiohttp.ClientSession, None))
-    sync = SyncLoop(cache, fleet, PlacementLoop(cache, fleet), Settings(fold_hold=60.0))
-    info = WORKLOADS["Deployment"]
+    records = Records()
+    later: list[tuple[Key, float]] = []
+    recorder = events.Recorder(hub, "test")
+    folder = Folder(hub, records, recorder, lambda key, delay: later.append((key, delay)), 60.0)
     obj: Obj = {
         "kind": "Deployment",
         "apiVersion": "apps/v1",
         "metadata": {"name": "web", "namespace": "demo", "uid": "u1", "generation": 1},
         "spec": {"replicas": 3},
     }
-    sync.applied[KEY] = {"us-east": (1, 1)}
+    records.of(KEY).applied["us-east"] = (1, 1)
 
     async def fold(ready: int) -> None:
-        await sync._fold(KEY, info, obj, {"us-east": child(ready)}, {"us-east": 3}, {}, ())
+        await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": child(ready)}, {"us-east": 3}, {}, ())
         if hub.writes:
             obj["status"] = hub.writes[-1]["status"]
 
@@ -111,7 +111,7 @@ async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
     await fold(1)
     await fold(2)
     assert len(hub.writes) == 1  # held: the object is looked at again when the hold ends
-    assert KEY in sync.queue._later
+    assert [key for key, _ in later] == [KEY, KEY]
     await fold(3)
     assert len(hub.writes) == 2  # Available: at once
     assert hub.writes[-1]["status"]["availableReplicas"] == 3

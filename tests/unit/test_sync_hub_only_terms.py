@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from apiserver.kinds import DEPLOYMENT
 from apiserver.placement.template import strip_hub_only
 from apiserver.sync.desired import child_object
 
@@ -116,6 +117,6 @@ def test_a_child_deployment_has_no_hub_only_term_and_the_hub_object_keeps_its_ow
         },
     }
     before = copy.deepcopy(hub)
-    child = child_object(hub, "apps/v1", "Deployment", "eu-west", {"eu-west": 2}, {})
+    child = child_object(hub, DEPLOYMENT, "eu-west", {"eu-west": 2}, {})
     assert "affinity" not in child["spec"]["template"]["spec"]
     assert hub == before

@@ -8,12 +8,12 @@ from typing import Any, cast
 
 import aiohttp
 
-from apiserver.hubcache import HubCache
 from apiserver.kinds import Key
-from apiserver.kube.client import Credentials, Kube, Obj
-from apiserver.locations.fleet import Fleet
-from apiserver.placement.loop import PlacementLoop
-from apiserver.sync.loop import SyncLoop
+from apiserver.kube import events
+from apiserver.kube.client import Credentials, Kube
+from apiserver.loops.sync.fold import Folder
+from apiserver.loops.sync.records import Records
+from apiserver.objects import Obj
 
 KEY = Key("Deployment", "demo", "web")
 WAITING = ("eu-west 2/6 available",)
@@ -27,14 +27,12 @@ class Posted:
         self.reasons.append(reason)
 
 
-def loop() -> tuple[SyncLoop, Posted]:
+def loop() -> tuple[Folder, Records, Posted]:
     hub = Kube(cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub")
-    cache = HubCache(hub)
-    fleet = Fleet(hub, cast(aiohttp.ClientSession, None))
-    sync = SyncLoop(cache, fleet, PlacementLoop(cache, fleet))
     posted = Posted()
-    sync.events = cast(Any, posted)
-    return sync, posted
+    records = Records()
+    folder = Folder(hub, records, cast(events.Recorder, posted), lambda _, __: None, 1.0)
+    return folder, records, posted
 
 
 def hub(reason: str | None) -> Obj:
@@ -46,34 +44,34 @@ def hub(reason: str | None) -> Obj:
 
 
 def test_a_move_begun_and_ended_before_the_hub_has_its_placement_is_shown() -> None:
-    sync, posted = loop()
+    folder, records, posted = loop()
     before = hub("Synced")
-    sync._show_move(KEY, before, None, WAITING)
-    sync._show_move(KEY, before, None, WAITING)
+    folder.show_move(KEY, before, None, WAITING)
+    folder.show_move(KEY, before, None, WAITING)
     assert posted.reasons == ["Moving"]
-    sync._show_move(KEY, before, None, ())
-    sync._show_move(KEY, before, None, ())
+    folder.show_move(KEY, before, None, ())
+    folder.show_move(KEY, before, None, ())
     assert posted.reasons == ["Moving", "Moved"]
-    assert sync._moving == {}  # the hub's status agrees: nothing left to remember
+    assert records.of(KEY).moving is None  # the hub's status agrees: nothing left to remember
 
 
 def test_a_status_written_late_brings_no_second_event() -> None:
-    sync, posted = loop()
+    folder, _, posted = loop()
     status: dict[str, Any] = {"conditions": [{"type": "kmc.dev/Synced", "status": "True"}]}
-    sync._show_move(KEY, hub("Synced"), status, WAITING)
+    folder.show_move(KEY, hub("Synced"), status, WAITING)
     assert status["conditions"][0]["reason"] == "Moving"
-    sync._show_move(KEY, hub("Synced"), None, WAITING)  # the write was held
-    sync._show_move(KEY, hub("Moving"), None, WAITING)  # now the hub has it
+    folder.show_move(KEY, hub("Synced"), None, WAITING)  # the write was held
+    folder.show_move(KEY, hub("Moving"), None, WAITING)  # now the hub has it
     assert posted.reasons == ["Moving"]
-    sync._show_move(KEY, hub("Moving"), None, ())
-    sync._show_move(KEY, hub("Moving"), None, ())  # its end not written yet
+    folder.show_move(KEY, hub("Moving"), None, ())
+    folder.show_move(KEY, hub("Moving"), None, ())  # its end not written yet
     assert posted.reasons == ["Moving", "Moved"]
 
 
 def test_a_move_the_hub_says_is_going_on_ends_once_after_a_restart() -> None:
-    sync, posted = loop()
-    sync._show_move(KEY, hub("Moving"), None, WAITING)
+    folder, _, posted = loop()
+    folder.show_move(KEY, hub("Moving"), None, WAITING)
     assert posted.reasons == []
-    sync._show_move(KEY, hub("Moving"), None, ())
-    sync._show_move(KEY, hub("Moving"), None, ())
+    folder.show_move(KEY, hub("Moving"), None, ())
+    folder.show_move(KEY, hub("Moving"), None, ())
     assert posted.reasons == ["Moved"]

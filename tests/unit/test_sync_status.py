@@ -5,9 +5,20 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from apiserver.sync.status import SYNCED, fold
+from apiserver.contract import SYNCED
+from apiserver.kinds import PLACED
+from apiserver.sync.status import Rules, fold
 
 NOW = "2026-12-02T12:00:00Z"
+
+
+def rules(kind: str) -> Rules:
+    """The fold rules of a kind's entry, as the sync loop passes them."""
+    found = PLACED[kind].fold_rules
+    assert found is not None
+    return found
+
+
 EARLIER = "2026-12-02T08:00:00Z"
 STALE_MESSAGE = "unreachable since 2026-12-02T10:00:00Z, showing its last known status"
 
@@ -86,7 +97,7 @@ def fold_deployment(
     hub: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return fold(
-        hub or hub_deployment(), "Deployment", children, placement, stale or {}, applied, NOW
+        hub or hub_deployment(), rules("Deployment"), children, placement, stale or {}, applied, NOW
     )
 
 
@@ -284,10 +295,10 @@ def test_transition_times_are_kept_while_the_status_holds() -> None:
     assert {c["lastTransitionTime"] for c in first["conditions"]} == {NOW}
     later = "2026-12-02T13:00:00Z"
     hub = hub_deployment(**first)
-    again = fold(hub, "Deployment", children, PLACEMENT, {}, APPLIED, later)
+    again = fold(hub, rules("Deployment"), children, PLACEMENT, {}, APPLIED, later)
     assert again == first  # an unchanged world gives an unchanged status
     children["us-west"] = child_deployment(2, 1)
-    changed = by_type(fold(hub, "Deployment", children, PLACEMENT, {}, APPLIED, later))
+    changed = by_type(fold(hub, rules("Deployment"), children, PLACEMENT, {}, APPLIED, later))
     assert changed["Available"]["lastTransitionTime"] == later
     assert changed["Available"]["lastUpdateTime"] == later
     assert changed["Progressing"]["lastTransitionTime"] == NOW
@@ -339,7 +350,7 @@ JOB_PLACEMENT: dict[str, int | None] = {"us-east": 6, "us-west": 4}
 
 
 def fold_job(children: dict[str, Any], hub: dict[str, Any] | None = None) -> dict[str, Any]:
-    return fold(hub or hub_job(), "Job", children, JOB_PLACEMENT, {}, {}, NOW)
+    return fold(hub or hub_job(), rules("Job"), children, JOB_PLACEMENT, {}, {}, NOW)
 
 
 def test_a_running_job_sums_pods_and_starts_at_the_earliest_start() -> None:
@@ -468,7 +479,7 @@ def test_statefulset_sums_and_merges_conditions_pessimistically() -> None:
     }
     placement: dict[str, int | None] = dict.fromkeys(children, 3)
     applied = dict.fromkeys(children, (5, 2))
-    status = fold(hub, "StatefulSet", children, placement, {}, applied, NOW)
+    status = fold(hub, rules("StatefulSet"), children, placement, {}, applied, NOW)
     assert status["readyReplicas"] == 7
     assert status["replicas"] == 9
     assert status["observedGeneration"] == 5
@@ -478,7 +489,9 @@ def test_statefulset_sums_and_merges_conditions_pessimistically() -> None:
     assert healthy["message"] == "Unknown in eu-west; False in us-west: 2 pods crash-looping"
     del children["us-west"]
     placement.pop("us-west")
-    healthy = by_type(fold(hub, "StatefulSet", children, placement, {}, applied, NOW))["Healthy"]
+    healthy = by_type(fold(hub, rules("StatefulSet"), children, placement, {}, applied, NOW))[
+        "Healthy"
+    ]
     assert (healthy["status"], healthy["reason"]) == ("Unknown", "Probing")
 
 
@@ -487,7 +500,9 @@ def test_a_statefulset_rolling_out_anywhere_shows_differing_revisions() -> None:
         return {"status": {"replicas": 2, "currentRevision": current, "updateRevision": update}}
 
     children = {"us-east": sts("db-1", "db-1"), "us-west": sts("db-1", "db-2")}
-    status = fold({"spec": {}}, "StatefulSet", children, {"us-east": 2, "us-west": 2}, {}, {}, NOW)
+    status = fold(
+        {"spec": {}}, rules("StatefulSet"), children, {"us-east": 2, "us-west": 2}, {}, {}, NOW
+    )
     assert status["currentRevision"] == "us-east/db-1,us-west/db-1"
     assert status["updateRevision"] == "us-east/db-1,us-west/db-2"
 
@@ -511,7 +526,7 @@ def test_daemonset_counts_are_summed_over_replicated_children() -> None:
     placement: dict[str, int | None] = dict.fromkeys(children)
     applied = dict.fromkeys(children, (1, 1))
     hub = {"metadata": {"generation": 1}, "spec": {}}
-    status = fold(hub, "DaemonSet", children, placement, {}, applied, NOW)
+    status = fold(hub, rules("DaemonSet"), children, placement, {}, applied, NOW)
     assert status["desiredNumberScheduled"] == 9
     assert status["numberReady"] == 8
     assert status["numberMisscheduled"] == 0
@@ -559,7 +574,7 @@ def test_replica_failure_of_replicasets_is_true_if_any_child_has_it() -> None:
         "us-west": rs(condition("ReplicaFailure", "True", "FailedCreate", "quota exceeded")),
     }
     placement: dict[str, int | None] = dict.fromkeys(children, 1)
-    status = fold({"spec": {"replicas": 3}}, "ReplicaSet", children, placement, {}, {}, NOW)
+    status = fold({"spec": {"replicas": 3}}, rules("ReplicaSet"), children, placement, {}, {}, NOW)
     failure = by_type(status)["ReplicaFailure"]
     assert (failure["status"], failure["reason"]) == ("True", "FailedCreate")
     assert failure["message"] == "True in us-west: quota exceeded"

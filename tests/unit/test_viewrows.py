@@ -7,13 +7,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from apiserver.hubcache import HubCache
-from apiserver.kinds import WORKLOADS, Key
-from apiserver.kube.client import Obj
-from apiserver.placement.loop import PlacementLoop
-from apiserver.sync.loop import SyncLoop
-from apiserver.viewrows import AGE, ViewRows
-
-DEPLOYMENT = WORKLOADS["Deployment"]
+from apiserver.kinds import DEPLOYMENT, Key, Kind
+from apiserver.loops.placement.deciding import Decider
+from apiserver.loops.sync.loop import Progress
+from apiserver.mc.rows import AGE, ViewRows
+from apiserver.objects import Obj
 
 
 def hub_object(replicas: int) -> Obj:
@@ -39,29 +37,32 @@ class Cache:
 
 
 class Sync:
+    """The sync loop's progress, as the views read it."""
+
     def __init__(self) -> None:
-        self.children: tuple[tuple[str, Obj], ...] = ()
+        self.children = (0, 0)  # (watches changed, this object's children changed)
+        self.applied: dict[str, tuple[int, int]] = {}
         self.built = 0
 
-    def view_inputs(self, key: Key, hub: Obj) -> tuple[Any, Any]:
-        return self.children, ()
+    def inputs(self, key: Key) -> tuple[Any, Any]:
+        return self.children, self.applied
 
-    def stale_locations(self) -> dict[str, str]:
+    def stale(self) -> dict[str, str]:
         return {}
 
-    def locations_of(self, kind: str, hub: Obj, stale: Any = None) -> list[Any]:
+    def rows(self, kind: Kind, hub: Obj, stale: Any = None) -> list[Any]:
         self.built += 1
         return []
 
 
 class Placement:
-    def strategy_of(self, kind: str, obj: Obj) -> tuple[None, str, None]:
+    def strategy_of(self, kind: Kind, obj: Obj) -> tuple[None, str, None]:
         return None, "default", None
 
 
 def rows() -> tuple[ViewRows, Cache, Sync]:
     cache, sync = Cache(), Sync()
-    built = ViewRows(cast(HubCache, cache), cast(PlacementLoop, Placement()), cast(SyncLoop, sync))
+    built = ViewRows(cast(HubCache, cache), cast(Decider, Placement()), cast(Progress, sync))
     return built, cache, sync
 
 
@@ -84,13 +85,17 @@ def test_any_input_that_changes_builds_the_row_again() -> None:
     scaled = cache.objects[key] = hub_object(4)  # a new object from the watch
     second = views.row(DEPLOYMENT, scaled, views.stale())
     assert second is not first and second.view["spec"]["replicas"] == 4
-    sync.children = (("us-east", {"metadata": {"name": "web"}}),)  # a child appeared
+    sync.children = (0, 1)  # a child appeared
+    third = views.row(DEPLOYMENT, scaled, views.stale())
+    assert third is not second
+    assert views.row(DEPLOYMENT, scaled, views.stale()) is third
+    sync.applied = {"us-east": (1, 1)}  # applied there
     third = views.row(DEPLOYMENT, scaled, views.stale())
     assert third is not second
     cache.ns = {"metadata": {"name": "demo", "annotations": {}}}  # the Namespace changed
     assert views.row(DEPLOYMENT, scaled, views.stale()) is not third
     assert views.row(DEPLOYMENT, scaled, (("us-east", "unreachable"),)) is not third
-    assert sync.built == 5
+    assert sync.built == 6
 
 
 def test_only_the_cached_object_itself_is_kept() -> None:

@@ -11,10 +11,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from apiserver import admission
-from apiserver.api.authn import Authenticator, FrontProxyConfig, Unauthenticated
+from apiserver.api.authn import AUTHENTICATOR, Authenticator, FrontProxyConfig, Unauthenticated
 from apiserver.api.errors import status_errors
 from apiserver.api.guard import guard
-from apiserver.keys import AUTHENTICATOR, HUB_CACHE
+from apiserver.hubcache import HUB_CACHE
 
 from .test_authn import (
     CLIENT_CA,

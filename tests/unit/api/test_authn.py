@@ -36,7 +36,8 @@ from apiserver.api.authn import (
     peer_certificate,
     trust_bundle,
 )
-from apiserver.kube.client import Kube, Obj
+from apiserver.kube.client import Kube
+from apiserver.objects import Obj
 
 NOW = datetime.datetime.now(datetime.UTC)
 HOUR = datetime.timedelta(hours=1)

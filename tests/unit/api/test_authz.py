@@ -15,7 +15,8 @@ from apiserver.api.authz import (
     denial_status,
     review,
 )
-from apiserver.kube.client import ApiError, Obj, Unreachable
+from apiserver.kube.client import ApiError, Unreachable
+from apiserver.objects import Obj
 
 ALICE = UserInfo(
     name="alice",

@@ -10,7 +10,10 @@ import pytest
 from apiserver.api import discovery
 from apiserver.api.registry import Resource, Subresource, find, group_versions
 from apiserver.api.table import Wanted, negotiate
-from apiserver.resources import MC, REMOTE, RESOURCES, VERSION
+from apiserver.app import RESOURCES
+from apiserver.contract import MC_GROUP as MC
+from apiserver.contract import REMOTE_GROUP as REMOTE
+from apiserver.contract import VERSION
 
 WORKLOADS = ("deployments", "statefulsets", "replicasets", "jobs", "daemonsets")
 REMOTE_PLURALS = (

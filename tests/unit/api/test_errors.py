@@ -12,7 +12,6 @@ from aiohttp.test_utils import make_mocked_request
 from pytest_aiohttp import AiohttpClient
 
 from apiserver.api import errors
-from apiserver.api.errors import StatusError
 from apiserver.kube.client import ApiError
 
 
@@ -105,7 +104,7 @@ def test_unauthorized() -> None:
         (errors.method_not_supported(), 405, "MethodNotAllowed"),
     ],
 )
-def test_codes_and_reasons(err: StatusError, code: int, reason: str) -> None:
+def test_codes_and_reasons(err: ApiError, code: int, reason: str) -> None:
     assert (err.code, err.status["code"], err.status["reason"]) == (code, code, reason)
 
 

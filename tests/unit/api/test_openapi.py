@@ -17,8 +17,11 @@ import pytest
 
 from apiserver.api import openapi
 from apiserver.api.registry import Resource, Subresource
+from apiserver.app import RESOURCES
+from apiserver.contract import MC_GROUP as MC
+from apiserver.contract import REMOTE_GROUP as REMOTE
+from apiserver.contract import VERSION
 from apiserver.placement.strategy import Strategy, StrategyType
-from apiserver.resources import MC, REMOTE, RESOURCES, VERSION
 
 GROUPS = (MC, REMOTE)
 

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from apiserver.api import paging
-from apiserver.api.errors import StatusError
 from apiserver.api.paging import Continue
-from apiserver.kube.client import Obj
+from apiserver.kube.client import ApiError
+from apiserver.objects import Obj
 
 
 def item(namespace: str, name: str, location: str = "") -> Obj:
@@ -104,7 +104,7 @@ def _encode(payload: object) -> str:
     ],
 )
 def test_a_malformed_token_is_a_bad_request(token: str) -> None:
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         paging.page([item("demo", "a")], 1, token, "rv")
     assert caught.value.code == 400
     assert str(caught.value).startswith("invalid continue token: continue key is not valid: ")
@@ -116,11 +116,11 @@ def test_limit_of() -> None:
     assert paging.limit_of({"limit": "500"}) == 500
     assert paging.limit_of({"limit": "+5"}) == 5
     assert paging.limit_of({"limit": "-1"}) == -1
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         paging.limit_of({"limit": "ten"})
     assert caught.value.code == 400
     assert str(caught.value) == 'strconv.ParseInt: parsing "ten": invalid syntax'
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         paging.limit_of({"limit": "99999999999999999999"})
     assert str(caught.value).endswith("value out of range")
 
@@ -149,7 +149,7 @@ def test_empty_and_zero_mean_from_now(text: str) -> None:
     ["12345", "not base64!", _encode(["a"]), _encode({"us-east": 5}), "e30=", "e30 "],
 )
 def test_a_foreign_resource_version_is_a_bad_request(text: str) -> None:
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         paging.parse_composite(text)
     assert caught.value.code == 400
     assert str(caught.value) == f'invalid resource version "{text}"'

@@ -9,8 +9,8 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from apiserver.api import requestinfo
-from apiserver.api.errors import StatusError
 from apiserver.api.requestinfo import RequestInfo
+from apiserver.kube.client import ApiError
 
 
 def parse(method: str, url: str) -> RequestInfo:
@@ -156,7 +156,7 @@ def test_deletecollection_stays_when_a_field_selector_names_one() -> None:
 
 
 def test_watch_prefix_without_a_resource_is_not_found() -> None:
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         requestinfo.parse("GET", "/apis/g/v/watch", {})
     assert caught.value.code == 404
 
@@ -182,7 +182,7 @@ def test_what_no_handler_may_be_given_is_refused_like_kube(
         "/web" if "name" in segments else ""
     )
     info = requestinfo.parse("GET", path, query)
-    with pytest.raises(StatusError) as refused:
+    with pytest.raises(ApiError) as refused:
         requestinfo.check(info, segments, query)
     assert refused.value.status["code"] == code
     assert words in refused.value.status["message"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from apiserver.api import selectors
-from apiserver.api.errors import StatusError
 from apiserver.api.selectors import FieldRequirement, Requirement
+from apiserver.kube.client import ApiError
 
 # --- labels -----------------------------------------------------------------------------------
 
@@ -99,7 +99,7 @@ def test_good_label_selectors_parse(text: str) -> None:
     ],
 )
 def test_bad_label_selectors_are_refused_with_kube_words(text: str, message: str) -> None:
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         selectors.parse_labels(text)
     assert caught.value.code == 400
     assert caught.value.status["reason"] == "BadRequest"
@@ -121,12 +121,12 @@ def test_bad_label_selectors_are_refused_with_kube_words(text: str, message: str
     ],
 )
 def test_more_bad_label_selectors_from_kube(text: str) -> None:
-    with pytest.raises(StatusError):
+    with pytest.raises(ApiError):
         selectors.parse_labels(text)
 
 
 def test_a_key_with_two_slashes_is_refused() -> None:
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         selectors.parse_labels("a/b/c=d")
     assert "a valid label key must consist of" in str(caught.value)
     assert str(caught.value).endswith(
@@ -135,7 +135,7 @@ def test_a_key_with_two_slashes_is_refused() -> None:
 
 
 def test_several_bad_values_are_listed_together() -> None:
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         selectors.parse_labels("x in (a@b,c@d)")
     assert str(caught.value).startswith(
         'unable to parse requirement: [values[0][x]: Invalid value: "a@b"'
@@ -291,7 +291,7 @@ def test_empty_field_terms_are_skipped() -> None:
     ],
 )
 def test_bad_field_selectors_are_refused_with_kube_words(text: str, message: str) -> None:
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         selectors.parse_fields(text)
     assert caught.value.code == 400
     assert str(caught.value) == message
@@ -301,6 +301,6 @@ def test_field_paths_and_supported_fields() -> None:
     parsed = selectors.parse_fields("status.phase!=Running,metadata.name=web,metadata.name=x")
     assert selectors.field_paths(parsed) == {"status.phase", "metadata.name"}
     parsed.require_supported({"metadata.name", "metadata.namespace", "status.phase"})
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         parsed.require_supported({"metadata.name"})
     assert str(caught.value) == "field label not supported: status.phase"

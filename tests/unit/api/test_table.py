@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from apiserver.api import table
-from apiserver.api.errors import StatusError
 from apiserver.api.table import Column, Wanted
+from apiserver.kube.client import ApiError
 
 SECOND = timedelta(seconds=1)
 MILLISECOND = timedelta(milliseconds=1)
@@ -112,7 +112,7 @@ def test_include_object() -> None:
     assert table.include_object({}) == "Metadata"
     assert table.include_object({"includeObject": "None"}) == "None"
     assert table.include_object({"includeObject": "Object"}) == "Object"
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         table.include_object({"includeObject": "Everything"})
     assert caught.value.code == 400
     assert str(caught.value) == 'unrecognized includeObject value: "Everything"'
@@ -224,7 +224,7 @@ def test_negotiate(accept: str | None, wanted: Wanted) -> None:
     ],
 )
 def test_nothing_servable_is_not_acceptable(accept: str) -> None:
-    with pytest.raises(StatusError) as caught:
+    with pytest.raises(ApiError) as caught:
         table.negotiate(accept)
     assert caught.value.code == 406
     assert caught.value.status["reason"] == "NotAcceptable"

@@ -20,18 +20,22 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
+from apiserver.contract import IMPORTED
 from apiserver.hubcache import CRDS, HubCache
-from apiserver.imports.model import GROUP_PATH, IMPORTED, APIImport, LocationVerdict
 from apiserver.imports.negotiate import Decision, State, misfits, negotiate
 from apiserver.imports.schema import canonical
-from apiserver.kinds import Kind
+from apiserver.kinds import Kind, of_crd
 from apiserver.kube import events
-from apiserver.kube.client import ApiError, Kube, Obj
+from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Informer
-from apiserver.locations.model import Location
+from apiserver.leader import Leadership
+from apiserver.models.apiimport import GROUP_PATH, APIImport, APIImportStatus, LocationVerdict
+from apiserver.models.location import Location
+from apiserver.objects import Obj
 from apiserver.placement.selector import matches
+from apiserver.signals import Signal
 
 log = logging.getLogger(__name__)
 
@@ -64,15 +68,16 @@ class ImportLoop:
         hub: Kube,
         cache: HubCache,
         location_crds: Callable[[str], list[Obj] | None],
-        exclude: Callable[[dict[str, frozenset[str]], set[str]], None] = lambda _, __: None,
-        leading: asyncio.Event | None = None,
+        leadership: Leadership,
         resync: float = 30.0,
     ) -> None:
         self.hub = hub
         self.cache = cache
         self.location_crds = location_crds
-        self.exclude = exclude
-        self.leading = leading
+        self.leadership = leadership
+        # (location -> group/version/Kinds found Incompatible there, the hub kinds imported):
+        # told whenever a pass ends, for the placement loop to count those as not served.
+        self.verdicts: Signal[[dict[str, frozenset[str]], set[str]]] = Signal("import verdicts")
         self.resync = resync
         self.imports = Informer(hub, GROUP_PATH, self._wake)
         self.events = events.Recorder(hub, COMPONENT)
@@ -96,7 +101,7 @@ class ImportLoop:
             await self.cache.wait_synced()
             while True:
                 self._woken.clear()
-                if self.leading is None or self.leading.is_set():
+                if self.leadership.leading.is_set():
                     try:
                         await self.reconcile()
                     except ApiError as err:
@@ -123,7 +128,7 @@ class ImportLoop:
         for name in sorted(names):
             for where, gvks in (await self._one(name, locations, kinds)).items():
                 excluded.setdefault(where, set()).update(gvks)
-        self.exclude({k: frozenset(v) for k, v in excluded.items()}, kinds)
+        self.verdicts.emit({k: frozenset(v) for k, v in excluded.items()}, kinds)
 
     async def _one(
         self, name: str, locations: list[Location], kinds: set[str]
@@ -154,7 +159,7 @@ class ImportLoop:
             found = [c for c in self._seen[location.name] if c["metadata"]["name"] == name]
             crds[location.name] = found[0] if found else None
         owned = hub is not None and (hub["metadata"].get("labels") or {}).get(IMPORTED) == "true"
-        kind = Kind.of_crd(hub) if hub is not None else None
+        kind = of_crd(hub) if hub is not None else None
         # Objects may exist until the cache has listed the kind: never shrink before that.
         locked = kind is not None and (
             not self.cache.listed(kind.key)
@@ -260,7 +265,7 @@ class ImportLoop:
             LocationVerdict(name=n, verdict=v.state.value, digest=v.digest, paths=list(v.paths))
             for n, v in sorted(decision.verdicts.items())
         ]
-        status = record.status_for(rows, hub, owned, decision, error, note.message)
+        status = _status_of(record, rows, hub, owned, decision, error, note.message)
         before = raw.get("status") or {}
         if canonical(status) == canonical(before):
             return
@@ -307,3 +312,40 @@ def _excluded(hub: Obj | None, decision: Decision) -> dict[str, set[str]]:
     spec = hub["spec"]
     gvks = {f"{spec['group']}/{v['name']}/{spec['names']['kind']}" for v in spec["versions"]}
     return {name: gvks for name, v in decision.verdicts.items() if v.state == State.INCOMPATIBLE}
+
+
+def _status_of(
+    record: APIImport,
+    rows: list[LocationVerdict],
+    hub: Obj | None,
+    owned: bool,
+    decision: Decision,
+    error: str,
+    message: str,
+) -> Obj:
+    """The status to write: rows plus the one-line fields the printer columns show."""
+
+    def named(verdict: str) -> str:
+        return ",".join(r.name for r in rows if r.verdict == verdict)
+
+    compatible = sum(r.verdict == "Compatible" for r in rows)
+    crd: Literal["Imported", "User", "Pending", "None"]
+    if hub is None:
+        crd = "Pending" if decision.spec is not None else "None"
+    else:
+        crd = "Imported" if owned else "User"
+    spec = (hub or {}).get("spec") or decision.spec or {}
+    status = APIImportStatus(
+        hubCRD=crd,
+        kind=(spec.get("names") or {}).get("kind", ""),
+        versions=",".join(decision.versions),
+        storageVersion=decision.storage or "",
+        compatible=f"{compatible}/{len(rows)}",
+        incompatible=named("Incompatible"),
+        missing=named("Missing"),
+        locations=rows,
+        observedGeneration=record.metadata.get("generation"),
+        error=error or None,
+        message=message or None,
+    )
+    return status.model_dump(by_alias=True, exclude_none=True, mode="json")

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from aiohttp import web
+
 from apiserver.api.table import age
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Key, Kind
-from apiserver.kube.client import Obj
-from apiserver.placement.loop import PlacementLoop
-from apiserver.sync.loop import SyncLoop
-from apiserver.views import cells, view
+from apiserver.loops.placement.deciding import Decider
+from apiserver.loops.sync.loop import Progress
+from apiserver.mc.views import cells, view
+from apiserver.objects import Obj
 
 AGE = 4  # the Age cell of `views.COLUMNS`
 
@@ -28,20 +30,16 @@ AGE = 4  # the Age cell of `views.COLUMNS`
 class Inputs:
     hub: Obj
     namespace: Obj
-    children: tuple[tuple[str, Obj], ...]
-    applied: Any
+    children: tuple[int, int]  # how often its children (and the watches) changed
+    applied: dict[str, tuple[int, int]]  # replaced, never changed in place
     stale: tuple[tuple[str, str], ...]
 
     def same(self, other: Inputs) -> bool:
         return (
             self.hub is other.hub
             and self.namespace is other.namespace
-            and len(self.children) == len(other.children)
-            and all(
-                a[0] == b[0] and a[1] is b[1]
-                for a, b in zip(self.children, other.children, strict=True)
-            )
-            and self.applied == other.applied
+            and self.children == other.children
+            and self.applied is other.applied
             and self.stale == other.stale
         )
 
@@ -67,10 +65,10 @@ class Row:
 
 
 class ViewRows:
-    def __init__(self, cache: HubCache, placement: PlacementLoop, sync: SyncLoop) -> None:
+    def __init__(self, cache: HubCache, decider: Decider, progress: Progress) -> None:
         self.cache = cache
-        self.placement = placement
-        self.sync = sync
+        self.decider = decider
+        self.progress = progress
         self._rows: dict[Key, Row] = {}
         cache.subscribe(self._on_change)
 
@@ -80,24 +78,27 @@ class ViewRows:
 
     def stale(self) -> tuple[tuple[str, str], ...]:
         """The stale locations, once per request: every row of a list compares to it."""
-        return tuple(sorted(self.sync.stale_locations().items()))
+        return tuple(sorted(self.progress.stale().items()))
 
     def row(self, kind: Kind, hub: Obj, stale: tuple[tuple[str, str], ...]) -> Row:
         key = Key.of(kind.key, hub)
-        children, applied = self.sync.view_inputs(key, hub)
+        children, applied = self.progress.inputs(key)
         namespace = self.cache.namespace(hub["metadata"]["namespace"])
         inputs = Inputs(hub, namespace, children, applied, stale)
         kept = self._rows.get(key)
         if kept is not None and kept.inputs.same(inputs):
             return kept
-        typed = {"kind": kind.kind, "apiVersion": kind.api_version, **hub}
-        strategy, source, error = self.placement.strategy_of(kind.key, typed)
-        states = self.sync.locations_of(kind.key, typed, stale=dict(stale))
+        typed = kind.typed(hub)
+        strategy, source, error = self.decider.strategy_of(kind, typed)
+        states = self.progress.rows(kind, typed, stale=dict(stale))
         shown = view(kind, typed, strategy, source, states)
-        built = Row(inputs, shown, error, cells(shown, datetime.now(UTC), error))
+        built = Row(inputs, shown, error, cells(kind, shown, datetime.now(UTC), error))
         if self.cache.get(key) is hub:  # not a stale or foreign copy: worth keeping
             self._rows[key] = built
         return built
 
     def __len__(self) -> int:
         return len(self._rows)
+
+
+VIEW_ROWS = web.AppKey("view_rows", ViewRows)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from apiserver.kube.client import ApiError
 from apiserver.locations.fleet import Fleet
+from apiserver.objects import Obj
 from apiserver.placement.engine import FieldChecker
 from apiserver.placement.schema import SchemaIndex
 
@@ -22,7 +22,7 @@ class SchemaCache:
     def __init__(self, fleet: Fleet, retry: float = 30.0) -> None:
         self.fleet = fleet
         self.retry = retry
-        self._docs: dict[tuple[str, str, str], dict[str, Any] | float] = {}
+        self._docs: dict[tuple[str, str, str], Obj | float] = {}
         self._indexes: dict[tuple[str, str, str, str], SchemaIndex | None] = {}
         self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
 
@@ -38,7 +38,7 @@ class SchemaCache:
             self._indexes[index_key] = SchemaIndex.from_openapi(doc, api_version, kind)
         return self._indexes[index_key]
 
-    async def _document(self, key: tuple[str, str, str]) -> dict[str, Any] | None:
+    async def _document(self, key: tuple[str, str, str]) -> Obj | None:
         async with self._locks.setdefault(key, asyncio.Lock()):
             cached = self._docs.get(key)
             if isinstance(cached, dict):

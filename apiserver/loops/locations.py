@@ -11,18 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from apiserver.kube.client import ApiError, Kube, Obj, Unreachable
+from aiohttp import web
+
+from apiserver.contract import now
+from apiserver.kube.client import ApiError, Kube, Unreachable
 from apiserver.kube.informer import Backoff, Informer
-from apiserver.locations import model
+from apiserver.leader import Leadership
 from apiserver.locations.fleet import CredentialsError, Fleet
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.locations.probe import Watched, probe
+from apiserver.models import location as model
+from apiserver.objects import Obj
+from apiserver.signals import Signal
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +48,11 @@ class LocationLoop:
         hub: Kube,
         locations: Informer,
         fleet: Fleet,
+        leadership: Leadership,
         settings: Settings = Settings(),
-        leading: asyncio.Event | None = None,
     ) -> None:
         self.hub = hub
-        self.leading = leading
+        self.leadership = leadership
         self.fleet = fleet
         self.settings = settings
         self.informer = locations  # the hub cache's
@@ -54,7 +60,7 @@ class LocationLoop:
         self._probers: dict[str, tuple[str, asyncio.Task[None]]] = {}
         self._watched: dict[str, Watched] = {}
         # Told (location, owner) when a workload's count of unschedulable pods changes there.
-        self.stuck_listeners: list[Callable[[str, Owner], None]] = []
+        self.stuck: Signal[[str, Owner]] = Signal("stuck pods")
 
     def unschedulable(self, name: str) -> Unschedulable | None:
         """The unschedulable pods of a location, while its pod watch runs."""
@@ -69,11 +75,7 @@ class LocationLoop:
         return watched.crds.items()
 
     def _stuck(self, name: str) -> Callable[[Owner], None]:
-        def tell(owner: Owner) -> None:
-            for listener in self.stuck_listeners:
-                listener(name, owner)
-
-        return tell
+        return functools.partial(self.stuck.emit, name)
 
     async def run(self) -> None:
         """Probers come and go with the Locations the hub cache sees; this waits until the
@@ -148,11 +150,11 @@ class LocationLoop:
         self,
         name: str,
         location: model.Location,
-        fields: dict[str, Any],
+        fields: Obj,
         last_written: tuple[Any, float] | None,
     ) -> tuple[Any, float] | None:
         """Write status when it changed, or once `refresh` has passed; returns what was."""
-        if self.leading is not None and not self.leading.is_set():
+        if not self.leadership.leading.is_set():
             return None  # the leader writes; followers only keep their caches warm
         status = _with_ready(location, fields)
         _log_transition(name, location.status, status)
@@ -168,9 +170,7 @@ class LocationLoop:
                 return (comparable, now)
         return last_written
 
-    async def _probe(
-        self, location: model.Location, watched: Watched | None
-    ) -> tuple[dict[str, Any], bool]:
+    async def _probe(self, location: model.Location, watched: Watched | None) -> tuple[Obj, bool]:
         """(status fields, healthy); failures become a Ready=False reason and message."""
         try:
             kube = await self.fleet.connect(location)
@@ -202,7 +202,7 @@ class LocationLoop:
         return fields, True
 
 
-def _log_transition(name: str, previous: model.LocationStatus, status: dict[str, Any]) -> None:
+def _log_transition(name: str, previous: model.LocationStatus, status: Obj) -> None:
     old = previous.condition("Ready")
     new = status["conditions"][-1]
     if old is None or (old.status, old.reason) != (new["status"], new["reason"]):
@@ -216,11 +216,11 @@ def _ready(location: model.Location) -> bool:
     return ready is not None and ready.status == "True"
 
 
-def _not_ready(reason: str, message: str) -> dict[str, Any]:
+def _not_ready(reason: str, message: str) -> Obj:
     return {"_ready": ("False", reason, message)}
 
 
-def _with_ready(location: model.Location, fields: dict[str, Any]) -> dict[str, Any]:
+def _with_ready(location: model.Location, fields: Obj) -> Obj:
     """The status to write: probe fields plus a Ready condition whose transition time moves
     only when its status does. A failed probe keeps the last known numbers.
 
@@ -228,12 +228,12 @@ def _with_ready(location: model.Location, fields: dict[str, Any]) -> dict[str, A
     it answers, and the cooldown is there to damp flapping, not to delay a new location."""
     previous = location.status
     status, reason, message = fields.pop("_ready")
-    now = _now()
+    moment = now()
     old = previous.condition("Ready")
     if old is None and status == "True":
-        since = location.metadata.get("creationTimestamp") or now
+        since = location.metadata.get("creationTimestamp") or moment
     else:
-        since = old.last_transition_time if old and old.status == status else now
+        since = old.last_transition_time if old and old.status == status else moment
     ready = {
         "type": "Ready",
         "status": status,
@@ -243,8 +243,7 @@ def _with_ready(location: model.Location, fields: dict[str, Any]) -> dict[str, A
     }
     others = [c.model_dump(by_alias=True, exclude_none=True) for c in previous.conditions]
     conditions = [c for c in others if c["type"] != "Ready"] + [ready]
-    return {**fields, "conditions": conditions, "lastProbeTime": now}
+    return {**fields, "conditions": conditions, "lastProbeTime": moment}
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+LOCATIONS = web.AppKey("locations", LocationLoop)

@@ -11,37 +11,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from apiserver.api.table import Column, age
+from apiserver.contract import MC_GROUP, PLACED, SYNCED, VERSION, read_placement
 from apiserver.kinds import Kind
-from apiserver.placement.loop import read_placement
+from apiserver.objects import Obj
 from apiserver.placement.strategy import Strategy
+from apiserver.subresources.meta import metadata_of
 from apiserver.sync.report import LocationState
 
-GROUP = "mc.kmc.dev"
-VERSION = "v1alpha1"
+GROUP = MC_GROUP
 API_VERSION = f"{GROUP}/{VERSION}"
-
-Obj = dict[str, Any]
-
-# Hub status counters shown on the view, by kind: view field -> hub status field.
-_COUNTERS: dict[str, dict[str, str]] = {
-    "DaemonSet": {
-        "replicas": "desiredNumberScheduled",
-        "readyReplicas": "numberReady",
-        "availableReplicas": "numberAvailable",
-    },
-    "Job": {"active": "active", "succeeded": "succeeded", "failed": "failed"},
-}
-_REPLICA_COUNTERS = {k: k for k in ("replicas", "readyReplicas", "availableReplicas")}
-_KEPT_METADATA = (
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "labels",
-)
 
 COLUMNS = (
     Column("Name", format="name", description="Name of the hub object."),
@@ -57,11 +35,6 @@ COLUMNS = (
 )
 
 
-def metadata_of(hub: Obj) -> Obj:
-    meta = hub.get("metadata") or {}
-    return {key: meta[key] for key in _KEPT_METADATA if key in meta}
-
-
 def view(
     kind: Kind,
     hub: Obj,
@@ -69,18 +42,16 @@ def view(
     source: str,
     locations: Sequence[LocationState],
 ) -> Obj:
-    """The `mc.kmc.dev` object for one hub workload."""
-    hub_spec = hub.get("spec") or {}
+    """The `mc.kmc.dev` object for one hub workload (a kind with a `view`)."""
+    assert kind.view is not None
     hub_status = hub.get("status") or {}
     spec: Obj = {}
-    if kind.kind == "Job":
-        spec["replicas"] = hub_spec.get("completions", hub_spec.get("parallelism", 1))
-    elif kind.kind != "DaemonSet":
-        spec["replicas"] = hub_spec.get("replicas", 1)
+    if kind.view.replicas_doc is not None:
+        spec["replicas"] = kind.size(hub).total
     if strategy is not None:
         spec["strategy"] = strategy.model_dump(by_alias=True, exclude_defaults=True, mode="json")
         spec["strategySource"] = source
-    counters = _COUNTERS.get(kind.kind, _REPLICA_COUNTERS)
+    counters = kind.view.counters
     status: Obj = {
         "placement": read_placement(hub),
         "locations": list(locations),
@@ -96,7 +67,7 @@ def view(
     }
 
 
-def cells(obj: Obj, now: Any, strategy_error: str | None = None) -> list[Any]:
+def cells(kind: Kind, obj: Obj, now: Any, strategy_error: str | None = None) -> list[Any]:
     """A row of `kubectl get deployments.mc.kmc.dev`, formatted as kubectl would print it."""
     spec, status = obj["spec"], obj["status"]
     if strategy_error is not None:
@@ -110,23 +81,23 @@ def cells(obj: Obj, now: Any, strategy_error: str | None = None) -> list[Any]:
         name if share is None else f"{name}={share}" for name, share in sorted(placement.items())
     )
     conditions = {c.get("type"): c for c in status.get("conditions") or []}
-    placed = (conditions.get("kmc.dev/Placed") or {}).get("reason", "")
+    placed = (conditions.get(PLACED) or {}).get("reason", "")
     if not where:  # held by placement gates, or not placed (yet)
         where = "<gated>" if placed == "Gated" else "<none>"
     return [
         obj["metadata"]["name"],
         shown,
         where,
-        _ready(obj),
+        _ready(kind, obj),
         age(obj["metadata"].get("creationTimestamp"), now),
         placed,
-        (conditions.get("kmc.dev/Synced") or {}).get("reason", ""),
+        (conditions.get(SYNCED) or {}).get("reason", ""),
     ]
 
 
-def _ready(obj: Obj) -> str:
+def _ready(kind: Kind, obj: Obj) -> str:
+    """Ready (succeeded, for a Job) over what is asked for."""
+    assert kind.view is not None
     status, spec = obj["status"], obj["spec"]
-    if obj["kind"] == "Job":
-        return f"{status.get('succeeded', 0)}/{spec.get('replicas', 1)}"
     wanted = spec.get("replicas", status.get("replicas", 0))
-    return f"{status.get('readyReplicas', 0)}/{wanted}"
+    return f"{status.get(kind.view.ready, 0)}/{wanted}"

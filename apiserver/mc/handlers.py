@@ -30,21 +30,20 @@ from apiserver.api.respond import (
     stream_list,
     table_of,
 )
-from apiserver.hubcache import HubCache
-from apiserver.keys import HUB, HUB_CACHE, OPTIONS, PLACEMENT, READS, SYNC, VIEW_ROWS
-from apiserver.kinds import WORKLOADS, Key, Kind
-from apiserver.kube.client import ApiError, Kube
-from apiserver.placement.loop import STRATEGY, PlacementLoop, read_placement
-from apiserver.readlimit import Priority
+from apiserver.contract import STRATEGY, read_placement
+from apiserver.hubcache import HUB_CACHE, HubCache
+from apiserver.kinds import VIEWS, Key, Kind
+from apiserver.kube.client import HUB, ApiError, Kube
+from apiserver.loops.placement.deciding import DECIDER, Decider
+from apiserver.loops.sync.loop import PROGRESS
+from apiserver.mc.rows import VIEW_ROWS, ViewRows
+from apiserver.mc.views import API_VERSION, COLUMNS, GROUP, cells, view
+from apiserver.objects import Obj
+from apiserver.options import OPTIONS
+from apiserver.readlimit import READS, Priority
 from apiserver.subresources import locations as locations_sub
 from apiserver.subresources import strategy as strategy_sub
-from apiserver.sync.loop import SyncLoop
-from apiserver.viewrows import ViewRows
-from apiserver.views import API_VERSION, COLUMNS, GROUP, cells, view
 
-Obj = dict[str, Any]
-
-KINDS = {kind.plural: kind for kind in WORKLOADS.values()}
 PREFIX = f"/apis/{API_VERSION}"
 # Query parameters a list or watch passes on to the hub unchanged.
 _PASSED = (
@@ -82,22 +81,17 @@ def add_routes(app: web.Application) -> None:
 
 def _kind(request: web.Request) -> Kind:
     plural = request.match_info["plural"]
-    kind = KINDS.get(plural)
+    kind = VIEWS.get(plural)
     if kind is None:
         raise errors.route_not_found()
     return kind
 
 
-def _collection_path(kind: Kind, namespace: str | None) -> str:
-    return kind.path(namespace, "")[:-1] if namespace else kind.collection
-
-
 def _view(request: web.Request, kind: Kind, hub: Obj, verdicts: Any = ()) -> tuple[Obj, str | None]:
-    placement: PlacementLoop = request.app[PLACEMENT]
-    sync: SyncLoop = request.app[SYNC]
-    hub = {"kind": kind.kind, "apiVersion": kind.api_version, **hub}
-    strategy, source, error = placement.strategy_of(kind.key, hub)
-    return view(kind, hub, strategy, source, sync.locations_of(kind.key, hub, verdicts)), error
+    hub = kind.typed(hub)
+    strategy, source, error = request.app[DECIDER].strategy_of(kind, hub)
+    rows = request.app[PROGRESS].rows(kind, hub, verdicts)
+    return view(kind, hub, strategy, source, rows), error
 
 
 async def collection(request: web.Request) -> web.StreamResponse:
@@ -152,7 +146,7 @@ async def _small_namespace(
         return None, False
     params = {k: v for k in ("labelSelector", "fieldSelector") if (v := request.query.get(k))}
     hub: Kube = request.app[HUB]
-    listing = await hub.get(_collection_path(kind, namespace), limit=str(_WHOLE), **params)
+    listing = await hub.get(kind.path(namespace), limit=str(_WHOLE), **params)
     meta = listing.get("metadata") or {}
     version = str(meta.get("resourceVersion", ""))
     if not meta.get("continue"):
@@ -251,7 +245,7 @@ async def _cache_serves(request: web.Request, kind: Kind, query: Mapping[str, st
 def _ours(token: str) -> bool:
     try:
         paging.decode_continue(token)
-    except errors.StatusError:
+    except ApiError:
         return False
     return True
 
@@ -262,7 +256,7 @@ async def _list_hub(
     """The hub's own list with our views: for what the cache cannot answer."""
     params = {k: v for k in _PASSED if (v := request.query.get(k))}
     hub: Kube = request.app[HUB]
-    listing = await hub.get(_collection_path(kind, namespace), **params)
+    listing = await hub.get(kind.path(namespace), **params)
     meta = listing.get("metadata") or {}
     views = []
     for i, item in enumerate(listing.get("items") or []):
@@ -277,7 +271,7 @@ async def _list_hub(
     if wanted.format == "table":
         now = datetime.now(UTC)
         include = table.include_object(request.query)
-        rows = [(cells(obj, now, error), obj) for obj, error in views]
+        rows = [(cells(kind, obj, now, error), obj) for obj, error in views]
         return json_response(
             table_of(wanted, COLUMNS, rows, include, resource_version=rv, cont=cont, left=left)
         )
@@ -295,7 +289,7 @@ async def _watch(request: web.Request, kind: Kind, namespace: str | None) -> web
     stream = await WatchStream.open(request)
     try:
         async for event in hub.watch(
-            _collection_path(kind, namespace),
+            kind.path(namespace),
             request.query.get("resourceVersion", ""),
             timeout_seconds=timeout,
             params=params,
@@ -327,7 +321,7 @@ async def _send(
         return
     shown, error = _view(request, kind, obj)
     if wanted.format == "table":
-        row = [(cells(shown, datetime.now(UTC), error), shown)]
+        row = [(cells(kind, shown, datetime.now(UTC), error), shown)]
         await stream.send(event_type, stream.table_event(table_of(wanted, COLUMNS, row, include)))
     else:
         await stream.send(event_type, shown)
@@ -342,7 +336,7 @@ async def _hub_object(request: web.Request, kind: Kind) -> Obj:
         if err.code == 404:
             raise errors.not_found(kind.plural, GROUP, name) from None
         raise
-    return {"kind": kind.kind, "apiVersion": kind.api_version, **obj}
+    return kind.typed(obj)
 
 
 async def _read(request: web.Request, kind: Kind) -> Obj:
@@ -357,18 +351,18 @@ async def _read(request: web.Request, kind: Kind) -> Obj:
     obj = request.app[HUB_CACHE].get(Key(kind.key, namespace, name))
     if obj is None:
         raise errors.not_found(kind.plural, GROUP, name)
-    return {"kind": kind.kind, "apiVersion": kind.api_version, **obj}
+    return kind.typed(obj)
 
 
 async def one(request: web.Request) -> web.StreamResponse:
     kind = _kind(request)
     wanted = table.negotiate(request.headers.get("Accept"))
     hub = await _read(request, kind)
-    explanation = await request.app[PLACEMENT].explain(kind.key, hub)
+    explanation = await request.app[DECIDER].explain(kind, hub)
     shown, error = _view(request, kind, hub, explanation.verdicts)
     if wanted.format == "table":
         include = table.include_object(request.query)
-        row = [(cells(shown, datetime.now(UTC), error), shown)]
+        row = [(cells(kind, shown, datetime.now(UTC), error), shown)]
         return json_response(table_of(wanted, COLUMNS, row, include))
     return json_response(shown)
 
@@ -390,8 +384,8 @@ async def subresource(request: web.Request) -> web.StreamResponse:
 async def _locations(request: web.Request, kind: Kind) -> web.StreamResponse:
     wanted = table.negotiate(request.headers.get("Accept"))
     hub = await _read(request, kind)
-    explanation = await request.app[PLACEMENT].explain(kind.key, hub)
-    rows = request.app[SYNC].locations_of(kind.key, hub, explanation.verdicts)
+    explanation = await request.app[DECIDER].explain(kind, hub)
+    rows = request.app[PROGRESS].rows(kind, hub, explanation.verdicts)
     obj = locations_sub.placement_object(hub, rows)
     if wanted.format == "table":
         include = table.include_object(request.query)
@@ -401,12 +395,12 @@ async def _locations(request: web.Request, kind: Kind) -> web.StreamResponse:
 
 
 async def _strategy(request: web.Request, kind: Kind) -> web.StreamResponse:
-    placement: PlacementLoop = request.app[PLACEMENT]
+    decider: Decider = request.app[DECIDER]
     if request.method in ("PUT", "PATCH"):
         hub = await _write_strategy(request, kind, await _hub_object(request, kind))
     else:
         hub = await _read(request, kind)
-    obj = strategy_sub.strategy_object(hub, await placement.explain(kind.key, hub))
+    obj = strategy_sub.strategy_object(hub, await decider.explain(kind, hub))
     wanted = table.negotiate(request.headers.get("Accept"))
     if wanted.format == "table":
         include = table.include_object(request.query)
@@ -417,12 +411,12 @@ async def _strategy(request: web.Request, kind: Kind) -> web.StreamResponse:
 
 async def _write_strategy(request: web.Request, kind: Kind, hub: Obj) -> Obj:
     """Validate the strategy asked for, then set (or remove) the annotation; 4xx otherwise."""
-    placement: PlacementLoop = request.app[PLACEMENT]
+    decider: Decider = request.app[DECIDER]
     try:
         body = json.loads(await request.read() or b"null")
     except ValueError as err:  # not JSON, or not UTF-8
         raise errors.bad_request(f"the body is not JSON: {err}") from None
-    current = strategy_sub.strategy_object(hub, await placement.explain(kind.key, hub))
+    current = strategy_sub.strategy_object(hub, await decider.explain(kind, hub))
     given = body.get("metadata") if isinstance(body, dict) else None
     wanted_version = given.get("resourceVersion") if isinstance(given, dict) else None
     meta = hub["metadata"]
@@ -434,7 +428,7 @@ async def _write_strategy(request: web.Request, kind: Kind, hub: Obj) -> Obj:
     new = strategy_sub.desired(current, body, request.content_type, request.method)
     text = new.to_json() if new is not None else None
     if text is not None:
-        unknown = (await placement.explain(kind.key, hub, annotation=text)).unknown
+        unknown = (await decider.explain(kind, hub, annotation=text)).unknown
         if unknown:
             known = ", ".join(sorted(request.app[HUB_CACHE].locations.cache))
             problem = f"no such location: {', '.join(unknown)} (locations: {known or 'none'})"
@@ -450,4 +444,4 @@ async def _write_strategy(request: web.Request, kind: Kind, hub: Obj) -> Obj:
     }
     hub_client: Kube = request.app[HUB]
     updated = await hub_client.merge_patch(kind.path(meta["namespace"], meta["name"]), patch)
-    return {"kind": kind.kind, "apiVersion": kind.api_version, **updated}
+    return kind.typed(updated)

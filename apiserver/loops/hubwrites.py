@@ -11,8 +11,9 @@ was read. A CRD's objects take no strategic merge patch, so they keep the precon
 
 from __future__ import annotations
 
-from apiserver.kinds import BUILTIN, Kind
-from apiserver.kube.client import Kube, Obj
+from apiserver.kinds import Kind
+from apiserver.kube.client import Kube
+from apiserver.objects import Obj
 
 
 async def annotate(
@@ -23,7 +24,7 @@ async def annotate(
     path = kind.path(meta["namespace"], meta["name"])
     finalizers = list(meta.get("finalizers") or [])
     adding = bool(finalizer) and finalizer not in finalizers
-    if kind.key in BUILTIN:
+    if not kind.custom:
         patch: Obj = {"metadata": {"annotations": annotations}}
         if adding:
             patch["metadata"]["finalizers"] = [finalizer]

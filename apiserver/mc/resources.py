@@ -1,14 +1,10 @@
-"""Every resource kmc-apiserver serves, with the schemas `kubectl explain` prints.
+"""The `mc.kmc.dev` resources, with the schemas `kubectl explain` prints.
 
-Two groups, both `v1alpha1`:
-
-- `mc.kmc.dev`: read-only placement views of the hub's workloads. The view of
-  `deployments/web` says which strategy is in force and where it came from, where the
-  Deployment is placed and how every location is doing; its `locations` sub-resource is that
-  last part alone, its `strategy` sub-resource the strategy with every location's verdict
-  (writable: it sets the `kmc.dev/strategy` annotation).
-- `remote.kmc.dev`: punch-through reads of the child clusters' own objects. Their fields are the
-  child's, so they are documented by pointing at the real kind instead of copying its schema.
+Read-only placement views of the hub's workloads, one per kind with a `view` in `kinds/`. The
+view of `deployments/web` says which strategy is in force and where it came from, where the
+Deployment is placed and how every location is doing; its `locations` sub-resource is that
+last part alone, its `strategy` sub-resource the strategy with every location's verdict
+(writable: it sets the `kmc.dev/strategy` annotation).
 
 The descriptions are user documentation: `kubectl explain` prints them verbatim. The strategy's
 shape comes from the pydantic model that parses the annotation, so the two cannot disagree; only
@@ -19,12 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from apiserver.api.registry import DEFS_PREFIX, Parameter, Resource, Subresource, ref
+from apiserver.api.registry import DEFS_PREFIX, Resource, Subresource, ref
+from apiserver.contract import MC_GROUP as MC
+from apiserver.contract import VERSION
+from apiserver.kinds import VIEWS, Kind
 from apiserver.placement.strategy import Strategy
-
-MC = "mc.kmc.dev"
-REMOTE = "remote.kmc.dev"
-VERSION = "v1alpha1"
 
 READ = ("get", "list", "watch")
 
@@ -339,38 +334,11 @@ STRATEGY_SUBRESOURCE = Subresource(
     },
 )
 
-_REPLICAS_DOC = (
-    "Replicas the hub object asks for (its spec.replicas): the total divided across locations."
-)
-_JOB_REPLICAS_DOC = (
-    "What is divided across locations: the Job's spec.completions, or its spec.parallelism "
-    "when it has no completions."
-)
-_REPLICA_COUNTERS = {
-    "replicas": _int("Pods, summed over every location the object is placed in."),
-    "readyReplicas": _int("Ready pods, summed over every location."),
-    "availableReplicas": _int("Available pods, summed over every location."),
-}
-_DAEMON_COUNTERS = {
-    "replicas": _int("Daemon pods that should run, summed over every location."),
-    "readyReplicas": _int("Ready daemon pods, summed over every location."),
-    "availableReplicas": _int("Available daemon pods, summed over every location."),
-}
-_JOB_COUNTERS = {
-    "active": _int("Pods of the Job running now, summed over every location."),
-    "succeeded": _int("Pods of the Job that succeeded, summed over every location."),
-    "failed": _int("Pods of the Job that failed, summed over every location."),
-}
 
-
-def _workload(
-    plural: str,
-    singular: str,
-    kind: str,
-    replicas_doc: str | None,
-    counters: dict[str, dict[str, Any]],
-    short_names: tuple[str, ...] = (),
-) -> Resource:
+def _workload(entry: Kind) -> Resource:
+    assert entry.view is not None
+    plural, kind, replicas_doc = entry.plural, entry.kind, entry.view.replicas_doc
+    counters = {field: _int(doc) for field, doc in entry.view.counter_docs.items()}
     spec_name, status_name = f"{MC_TYPES}{kind}Spec", f"{MC_TYPES}{kind}Status"
     spec_properties: dict[str, Any] = {}
     if replicas_doc is not None:
@@ -418,11 +386,11 @@ def _workload(
         group=MC,
         version=VERSION,
         plural=plural,
-        singular=singular,
+        singular=entry.view.singular,
         kind=kind,
         namespaced=True,
         verbs=READ,
-        short_names=short_names,
+        short_names=entry.view.short_names,
         categories=("kmc",),
         subresources=(PLACEMENT, STRATEGY_SUBRESOURCE),
         description=(
@@ -449,128 +417,4 @@ def _workload(
     )
 
 
-# --- punch-through -----------------------------------------------------------------------------
-
-# plural, singular, kind, what to `kubectl explain` for its fields, where that kind lives
-_REMOTE: tuple[tuple[str, str, str, str, str], ...] = (
-    ("pods", "pod", "Pod", "pods", "core v1"),
-    ("replicasets", "replicaset", "ReplicaSet", "replicasets.apps", "apps/v1"),
-    ("deployments", "deployment", "Deployment", "deployments.apps", "apps/v1"),
-    ("statefulsets", "statefulset", "StatefulSet", "statefulsets.apps", "apps/v1"),
-    ("daemonsets", "daemonset", "DaemonSet", "daemonsets.apps", "apps/v1"),
-    ("jobs", "job", "Job", "jobs.batch", "batch/v1"),
-    ("services", "service", "Service", "services", "core v1"),
-    (
-        "endpointslices",
-        "endpointslice",
-        "EndpointSlice",
-        "endpointslices.discovery.k8s.io",
-        "discovery.k8s.io/v1",
-    ),
-    ("configmaps", "configmap", "ConfigMap", "configmaps", "core v1"),
-    ("events", "event", "Event", "events", "core v1"),
-)
-
-
-_CONTAINER = Parameter(
-    "container", "string", "The container, when the pod has several (default: its default one)."
-)
-_STDIO = (
-    Parameter("stdin", "boolean", "Pass the caller's standard input to the container."),
-    Parameter("stdout", "boolean", "Pass the container's standard output back."),
-    Parameter("stderr", "boolean", "Pass the container's standard error back."),
-    Parameter("tty", "boolean", "Allocate a terminal; stderr then comes with stdout."),
-)
-_FROM_THE_CHILD = (
-    " The location holding the pod answers, with the caller's own rights there; NAME@LOCATION "
-    "picks one where the name is in several."
-)
-POD_STREAMS = (
-    Subresource(
-        name="log",
-        kind="PodLogOptions",
-        verbs=("get",),
-        stream=True,
-        description="The log of a container of the pod, as its kubelet gives it." + _FROM_THE_CHILD,
-        parameters=(
-            _CONTAINER,
-            Parameter("follow", "boolean", "Keep the stream open and send lines as they come."),
-            Parameter("previous", "boolean", "The log of the container's previous run."),
-            Parameter("sinceSeconds", "integer", "Only lines of the last this many seconds."),
-            Parameter("sinceTime", "string", "Only lines from this RFC 3339 time on."),
-            Parameter("timestamps", "boolean", "Start every line with its RFC 3339 time."),
-            Parameter("tailLines", "integer", "Only this many lines from the end."),
-            Parameter("limitBytes", "integer", "At most this many bytes."),
-        ),
-    ),
-    Subresource(
-        name="exec",
-        kind="PodExecOptions",
-        verbs=("create", "get"),
-        stream=True,
-        description=(
-            "Run a command in a container of the pod: a connection switched to WebSocket "
-            "(v5.channel.k8s.io, v4.channel.k8s.io) or SPDY, as with a pod of one cluster."
-            + _FROM_THE_CHILD
-        ),
-        parameters=(
-            Parameter("command", "string", "The command and its arguments, one per parameter."),
-            _CONTAINER,
-            *_STDIO,
-        ),
-    ),
-    Subresource(
-        name="attach",
-        kind="PodAttachOptions",
-        verbs=("create", "get"),
-        stream=True,
-        description="Attach to the running process of a container of the pod." + _FROM_THE_CHILD,
-        parameters=(_CONTAINER, *_STDIO),
-    ),
-    Subresource(
-        name="portforward",
-        kind="PodPortForwardOptions",
-        verbs=("create", "get"),
-        stream=True,
-        description=(
-            "Forward connections to ports of the pod (WebSocket or SPDY, as kubectl "
-            "port-forward speaks)." + _FROM_THE_CHILD
-        ),
-        parameters=(Parameter("ports", "integer", "A port of the pod to forward to."),),
-    ),
-)
-
-
-def _remote(plural: str, singular: str, kind: str, explain: str, home: str) -> Resource:
-    return Resource(
-        group=REMOTE,
-        version=VERSION,
-        plural=plural,
-        singular=singular,
-        kind=kind,
-        namespaced=True,
-        verbs=READ,
-        categories=("kmc-remote",),
-        subresources=POD_STREAMS if plural == "pods" else (),
-        description=(
-            f"{kind} objects of the child clusters, read through the hub and stitched into one "
-            f"list. Each item is the child cluster's own {kind} ({home}), unchanged except "
-            "for the annotation kmc.dev/location naming the location it came from; for its "
-            f"fields, see kubectl explain {explain}. The same name in two locations gives two "
-            "items; get NAME@LOCATION picks one. A location that does not answer is named in "
-            "a warning and its items are missing."
-        ),
-        schema={"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-    )
-
-
-RESOURCES: tuple[Resource, ...] = (
-    _workload(
-        "deployments", "deployment", "Deployment", _REPLICAS_DOC, _REPLICA_COUNTERS, ("mcdeploy",)
-    ),
-    _workload("statefulsets", "statefulset", "StatefulSet", _REPLICAS_DOC, _REPLICA_COUNTERS),
-    _workload("replicasets", "replicaset", "ReplicaSet", _REPLICAS_DOC, _REPLICA_COUNTERS),
-    _workload("jobs", "job", "Job", _JOB_REPLICAS_DOC, _JOB_COUNTERS),
-    _workload("daemonsets", "daemonset", "DaemonSet", None, _DAEMON_COUNTERS),
-    *(_remote(*entry) for entry in _REMOTE),
-)
+RESOURCES: tuple[Resource, ...] = tuple(_workload(kind) for kind in VIEWS.values())

@@ -5,9 +5,11 @@ Unknown fields are kept (extra="allow"): a newer writer's fields survive our rou
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from apiserver.objects import Obj
 
 GROUP = "kmc.dev"
 VERSION = "v1alpha1"
@@ -69,7 +71,7 @@ class LocationStatus(_Model):
 class Location(_Model):
     api_version: str = Field(default=API_VERSION, alias="apiVersion")
     kind: str = "Location"
-    metadata: dict[str, Any]
+    metadata: Obj
     spec: LocationSpec
     status: LocationStatus = Field(default_factory=LocationStatus)
 
@@ -81,5 +83,5 @@ class Location(_Model):
     def labels(self) -> dict[str, str]:
         return dict(self.metadata.get("labels") or {})
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Obj:
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")

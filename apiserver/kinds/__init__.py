@@ -1,0 +1,82 @@
+"""Every kind of object kubectl-mc knows, one entry each, and how one object is named between
+modules.
+
+`kind.py` says what an entry holds; each family's entries live beside their own share and
+fold functions (`workloads.py`, `job.py`, `config.py`, `namespaced.py`, `core.py`). What the
+hub cache watches, what the loops place, what the views and punch-through serve all derive
+from the tables below. A CRD's kind joins at run time (`of_crd`). Modules pass `Key`s, never
+strings they would have to parse.
+
+Adding a kind: write its entry (and its share or fold, if it has any) in the family it
+belongs to, and list it in that family's `ENTRIES`.
+"""
+
+from __future__ import annotations
+
+from apiserver.kinds import config, core, job, namespaced, workloads
+from apiserver.kinds.config import CONFIGMAP, SECRET, SERVICEACCOUNT
+from apiserver.kinds.core import ENDPOINTSLICE, EVENT, POD, REMOTE, SERVICE
+from apiserver.kinds.job import JOB
+from apiserver.kinds.kind import NAMESPACE, Change, Key, Kind, Remote, Role, View
+from apiserver.kinds.namespaced import LIMITRANGE, RESOURCEQUOTA, ROLE, ROLEBINDING
+from apiserver.kinds.workloads import DAEMONSET, DEPLOYMENT, REPLICASET, STATEFULSET
+from apiserver.objects import ReadOnly
+
+__all__ = [
+    "ALL",
+    "CONFIGMAP",
+    "DAEMONSET",
+    "DEPLOYMENT",
+    "ENDPOINTSLICE",
+    "EVENT",
+    "JOB",
+    "LIMITRANGE",
+    "NAMESPACE",
+    "PLACED",
+    "POD",
+    "REMOTE",
+    "REPLICASET",
+    "RESOURCEQUOTA",
+    "ROLE",
+    "ROLEBINDING",
+    "SECRET",
+    "SERVICE",
+    "SERVICEACCOUNT",
+    "STATEFULSET",
+    "VIEWS",
+    "Change",
+    "Key",
+    "Kind",
+    "Remote",
+    "Role",
+    "View",
+    "of_crd",
+]
+
+ALL: tuple[Kind, ...] = (
+    *workloads.ENTRIES,
+    *job.ENTRIES,
+    *config.ENTRIES,
+    *namespaced.ENTRIES,
+    *core.ENTRIES,
+)
+# Built-in kinds the hub cache watches and the placement loop places, by key.
+PLACED: dict[str, Kind] = {k.key: k for k in ALL if k.role is not None}
+# `mc.kmc.dev` views, by plural (`REMOTE`, punch-through's, is `core.py`'s).
+VIEWS: dict[str, Kind] = {k.plural: k for k in ALL if k.view is not None}
+
+
+def of_crd(crd: ReadOnly) -> Kind | None:
+    """The kind a namespaced CRD serves (its storage version), or None."""
+    spec = crd.get("spec") or {}
+    version = next((v["name"] for v in spec.get("versions", []) if v.get("storage")), None)
+    if spec.get("scope") != "Namespaced" or version is None:
+        return None
+    group, names = spec["group"], spec["names"]
+    return Kind(
+        f"{names['kind']}.{group}",
+        names["kind"],
+        f"{group}/{version}",
+        names["plural"],
+        role=Role.CUSTOM,
+    )

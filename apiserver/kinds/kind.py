@@ -1,0 +1,204 @@
+"""What a kind of object is to kubectl-mc, said once: the `Kind` entry.
+
+Every loop, view and handler asks the entry rather than testing a kind's name: where the
+hub cache watches it, what role it plays in placement (`Role`), how its size is read for the
+engine (`size`), how a location's share of it is cut (`share`), how its children's status
+folds back (`fold`), how a move hands it over (`max_unavailable`), and whether the
+`mc.kmc.dev` views (`view`) and `remote.kmc.dev` punch-through (`remote`) serve it.
+
+The pure cores (`placement/`, `sync/`) know nothing of kinds: they take the entry's answers
+as arguments. An entry's own functions live beside it, in this package.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from typing import NamedTuple
+
+from apiserver.contract import Placement
+from apiserver.objects import Obj, ReadOnly
+from apiserver.placement.dependencies import pod_spec_at
+from apiserver.placement.engine import Shape
+from apiserver.placement.strategy import StrategyType
+from apiserver.sync import status as fold
+
+
+class Role(StrEnum):
+    """How the placement loop places a kind's objects."""
+
+    WORKLOAD = "workload"  # placed by its strategy, its replicas divided; status folded up
+    DEPENDENCY = "dependency"  # follows the workloads whose pod templates name it
+    NAMESPACE_FOLLOWER = "namespace-follower"  # wherever its namespace's workloads run
+    CUSTOM = "custom"  # a CRD's kind: placed only when it carries a strategy
+
+
+class Change(Enum):
+    """What applying a new desired object to an existing child takes."""
+
+    APPLY = "apply"  # an apply changes it in place
+    REPLACE = "replace"  # a field it sets cannot change in place: delete, then make anew
+    KEEP = "keep"  # leave it as it is (its work there is done, and stays on record)
+
+
+Share = Callable[[Obj, str, Placement], None]
+"""Cut `placement[location]`'s share into the child object (a deep copy, changed in place)."""
+
+
+@dataclass(frozen=True)
+class View:
+    """How `mc.kmc.dev` shows a workload kind: its resource, counters and their docs."""
+
+    singular: str
+    # view status field -> hub status field, and what each means
+    counters: Mapping[str, str]
+    counter_docs: Mapping[str, str]
+    replicas_doc: str | None  # spec.replicas of the view; None: the kind has none
+    ready: str  # the view counter the READY column counts
+    short_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Remote:
+    """How `remote.kmc.dev` serves the children's objects of a kind."""
+
+    singular: str
+    explain: str  # what `kubectl explain` takes for the kind's fields
+    home: str  # where the kind lives, in words ("apps/v1", "core v1")
+    # Sub-resources served through to the children by the same names (pods' streams).
+    subresources: tuple[str, ...] = ()
+
+    def resources(self, plural: str, asked: list[str]) -> list[str]:
+        """What an RBAC rule's `resources` about this kind names in a child: the kind itself
+        (`pods`, `*`) and the sub-resources it serves, as RBAC matches them (`pods/log`,
+        `*/log`, `*`; RBAC has no `pods/*`)."""
+        found = [plural] if "*" in asked or plural in asked else []
+        for sub in self.subresources:
+            if any(name in asked for name in (f"{plural}/{sub}", f"*/{sub}", "*")):
+                found.append(f"{plural}/{sub}")
+        return found
+
+
+def _whole(_: Obj) -> Shape:
+    return Shape(total=None)
+
+
+def _always(_: Obj) -> bool:
+    return True
+
+
+def _in_place(_: Obj, __: Obj) -> Change:
+    return Change.APPLY
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of hub object; `key` is the Kind, or Kind.group for a CRD's."""
+
+    key: str
+    kind: str
+    api_version: str
+    plural: str
+    role: Role | None = None  # None: not placed (only read through punch-through)
+    namespaced: bool = True
+    pod_spec_path: tuple[str, ...] | None = None  # where its pod template's spec is
+    # Split (divide the replicas) or Replicate (a whole copy each) when nothing says otherwise.
+    default_type: StrategyType = "Replicate"
+    size: Callable[[Obj], Shape] = _whole  # what the engine divides, and its limits
+    share: Share | None = None  # None: every location gets the object as written
+    syncable: Callable[[Obj], bool] = _always  # False: the hub's own, never placed nor sent
+    fold_rules: fold.Rules | None = None  # None: no status is folded up
+    # Set for kinds whose replicas move make-before-break: how many may be unavailable.
+    max_unavailable: Callable[[Obj], int] | None = None
+    # Status fields a location's row counts as ready and available.
+    counts: tuple[str, str] = ("readyReplicas", "availableReplicas")
+    change: Callable[[Obj, Obj], Change] = _in_place  # (current child, desired) -> what it takes
+    # The conditions list of its status is atomic: an apply replaces it whole.
+    whole_conditions: bool = False
+    # A namespace follower whose placement carries the replicas its namespace runs in each
+    # location (a quota divided by them), not just where.
+    weighed: bool = False
+    # Pods' controller: owners whose pods point at them directly (`direct`), or through an
+    # intermediary of this kind whose name ends in the pod-template-hash (`via`).
+    owns_pods: bool = False
+    pods_via: str | None = None
+    view: View | None = field(default=None, compare=False)
+    remote: Remote | None = field(default=None, compare=False)
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    @property
+    def custom(self) -> bool:
+        """A CRD's kind (served by the hub's apiextensions, not built in)."""
+        return self.role is Role.CUSTOM
+
+    @property
+    def folds(self) -> bool:
+        return self.fold_rules is not None
+
+    @property
+    def collection(self) -> str:
+        """The all-namespaces list path."""
+        return f"{self._prefix}/{self.plural}"
+
+    @property
+    def _prefix(self) -> str:
+        return "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+
+    def path(self, namespace: str | None, name: str = "", subresource: str = "") -> str:
+        """A collection (in one namespace, or all with None) or one object's path."""
+        where = f"/namespaces/{namespace}" if namespace else ""
+        path = f"{self._prefix}{where}/{self.plural}"
+        if name:
+            path += f"/{name}"
+        return f"{path}/{subresource}" if subresource else path
+
+    def shape(self, obj: Obj) -> Shape:
+        """What the engine divides of `obj`, with its pod spec for steering."""
+        return dataclasses.replace(self.size(obj), pod_spec=self.pod_spec(obj))
+
+    def pod_spec(self, obj: ReadOnly) -> ReadOnly | None:
+        """The pod spec inside an object of this kind; None if it has none."""
+        return pod_spec_at(obj, self.pod_spec_path) if self.pod_spec_path else None
+
+    def typed(self, obj: Obj) -> Obj:
+        """The object with its kind and apiVersion (a list's items have neither). A new dict
+        around the given one, which may be cached and is not changed."""
+        return {"kind": self.kind, "apiVersion": self.api_version, **obj}
+
+
+class Key(NamedTuple):
+    """One hub object (or, with kind `Namespace` and no namespace, one namespace)."""
+
+    kind: str  # a Kind's key
+    namespace: str
+    name: str
+
+    @property
+    def cache_key(self) -> str:
+        """How informers file it."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @property
+    def lane(self) -> str:
+        """Whose turn it is in a fair queue: its namespace."""
+        return self.namespace or self.name
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.cache_key}"
+
+    @classmethod
+    def of(cls, kind: str, obj: Obj) -> Key:
+        meta = obj["metadata"]
+        return cls(kind, meta.get("namespace") or "", meta["name"])
+
+
+NAMESPACE = "Namespace"  # Key(NAMESPACE, "", name): a namespace, for the loops that follow them

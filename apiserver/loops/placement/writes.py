@@ -1,0 +1,122 @@
+"""What the placement loop writes: the placement (handed over first), the `kmc.dev/Placed`
+condition, and the Events that say why.
+
+The placement goes to the sync loop through the hand-off as the write to the hub leaves, and
+the annotation is the durable record (`loops/handoff.py`). The condition is applied on the
+status with field manager `kmc-placement`, so the sync loop's fold owns the other conditions.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from apiserver.contract import (
+    CLEANUP,
+    PLACED,
+    PLACEMENT,
+    PLACEMENT_MANAGER,
+    Placement,
+    condition,
+    describe,
+    now,
+    placement_text,
+    status_body,
+)
+from apiserver.hubcache import HubCache
+from apiserver.kinds import Key, Kind
+from apiserver.kube import events
+from apiserver.kube.client import Kube
+from apiserver.loops import hubwrites
+from apiserver.loops.handoff import Handoff
+from apiserver.loops.placement.records import Records
+from apiserver.objects import Obj
+from apiserver.placement import engine
+
+log = logging.getLogger(__name__)
+
+
+class Writer:
+    def __init__(self, cache: HubCache, handoff: Handoff, records: Records) -> None:
+        self.hub: Kube = cache.hub
+        self.cache = cache
+        self.handoff = handoff
+        self.records = records
+        self.events = events.Recorder(cache.hub, PLACEMENT_MANAGER)
+
+    async def placement(self, kind: Kind, key: Key, obj: Obj, placement: Placement) -> Obj:
+        """Hand the placement to whoever acts on it (the sync loop writes the children now),
+        then record it on the hub, where it is the durable record; the hub's answer. If that
+        write fails the hand-over is taken back (the children follow the hub's record again),
+        and not made again until a write of this object succeeds: a write that keeps failing
+        must not make children come and go. A write cancelled on its way (leadership ended)
+        counts as failed."""
+        replaced = (obj["metadata"].get("annotations") or {}).get(PLACEMENT) or ""
+        handed = self.handoff.give(key, replaced, placement)
+        try:
+            updated = await hubwrites.annotate(
+                self.hub,
+                kind,
+                obj,
+                {PLACEMENT: placement_text(placement)},
+                # The sync loop's finalizer, set in the same write as the first placement.
+                CLEANUP if placement else "",
+            )
+        except BaseException:
+            # Refused, unreachable, or cancelled mid-write (leadership ended): the hub may not
+            # have it, so the hand-over must not outlive this attempt. A hand-over left behind
+            # would steer the children forever, since the hub keeps the annotation it replaces.
+            self.handoff.failed(key, handed)
+            raise
+        self.handoff.landed(key)
+        await self.cache.observe(kind.key, updated)
+        log.info("%s placed: %s", key, describe(placement))
+        return updated
+
+    def announce(self, obj: Obj, current: Placement, decision: engine.Decision) -> None:
+        if not current:
+            self.events.post(obj, "Normal", "Placed", f"placed on {describe(decision.placement)}")
+            return
+        for change in decision.changes:
+            self.events.post(obj, "Normal", change.reason, change.message)
+
+    async def condition(
+        self,
+        kind: Kind,
+        key: Key,
+        obj: Obj,
+        status: str,
+        reason: str,
+        message: str,
+        warn: bool = False,
+    ) -> None:
+        """Set `kmc.dev/Placed` (kinds whose status we fold), with a Warning Event when it
+        turns bad."""
+        old = condition(obj, PLACED)
+        if old and (old["status"], old.get("reason"), old.get("message")) == (
+            status,
+            reason,
+            message,
+        ):
+            return
+        record = self.records.of(key)
+        if warn and record.warned != message:
+            # Remembered too: a reconcile working from a cache that predates our condition
+            # write must not warn twice.
+            record.warned = message
+            self.events.post(obj, "Warning", reason, message)
+        elif not warn:
+            record.warned = None
+        if not kind.folds:
+            return
+        since = old["lastTransitionTime"] if old and old["status"] == status else now()
+        placed = {
+            "type": PLACED,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": since,
+        }
+        meta = obj["metadata"]
+        path = kind.path(meta["namespace"], meta["name"], "status")
+        body = status_body(obj, {"conditions": [placed]}, kind.whole_conditions)
+        await self.hub.apply(path, body, manager=PLACEMENT_MANAGER)

@@ -1,0 +1,164 @@
+"""Writing one child: apply it (making its namespace first), make it anew when its kind says
+a change cannot be made in place, or delete it.
+
+Server-side apply with field manager `kmc-sync`. An apply of what the child already holds, as
+we last applied it, is skipped: a child's status change re-queues its hub object, and most
+looks change nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Collection
+
+import msgspec
+
+from apiserver.contract import ORIGIN, SYNC_MANAGER, Placement
+from apiserver.hubcache import HubCache
+from apiserver.kinds import Change, Key, Kind
+from apiserver.kube import events
+from apiserver.kube.client import ApiError
+from apiserver.loops.sync.children import Children, ChildWatch
+from apiserver.loops.sync.records import Records
+from apiserver.objects import Obj
+from apiserver.placement.policy import constraints
+from apiserver.sync.desired import child_object
+
+log = logging.getLogger(__name__)
+
+
+class Applier:
+    def __init__(
+        self, cache: HubCache, children: Children, records: Records, recorder: events.Recorder
+    ) -> None:
+        self.cache = cache
+        self.children = children
+        self.records = records
+        self.events = recorder
+
+    async def apply(
+        self,
+        key: Key,
+        kind: Kind,
+        hub: Obj,
+        location: str,
+        shares: Placement,
+        stale: Collection[str],
+    ) -> bool:
+        """Apply one child; False when it failed (and should be tried again)."""
+        watch = self.children.get(location)
+        if watch is None or location in stale:
+            return True  # retried when the location is back (its Ready change re-queues us)
+        watch.ensure(kind)
+        meta = hub["metadata"]
+        labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
+        added = constraints(self.cache.policies_for(meta["namespace"]))
+        desired = child_object(hub, kind, location, shares, labels, added)
+        digest = hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
+        current = watch.get(key)
+        record = self.records.of(key)
+        if current is not None:
+            # As we last applied it and we would apply the same again; or a change the kind
+            # keeps from (a finished Job's share: its work there is done, and stays on record
+            # as it is). The hub's generation may still have moved (a Deployment's does on
+            # annotation changes, such as a new placement): the child reflects it all the same.
+            # Labels and annotations are in the check too: editing them moves no generation.
+            unchanged = record.written.get(location) == (digest, _version(current)) and _wears(
+                current, desired
+            )
+            change = Change.APPLY if unchanged else kind.change(current, desired)
+            if change is Change.REPLACE:
+                return await self.replace(key, kind, hub, location)
+            if unchanged or change is Change.KEEP:
+                record.applied_in(
+                    location,
+                    int(meta.get("generation", 0)),
+                    int(current["metadata"].get("generation", 0)),
+                )
+                return True
+        try:
+            await self._ensure_namespace(watch, meta["namespace"])
+            answer = await watch.kube.apply(
+                kind.path(meta["namespace"], meta["name"]), desired, SYNC_MANAGER
+            )
+        except ApiError as err:
+            if err.code == 404:
+                watch.namespaces.discard(meta["namespace"])  # deleted behind our back
+            log.warning("%s: applying to %s failed: %s", key, location, err)
+            return False
+        record.written[location] = (digest, _version(answer))
+        record.applied_in(
+            location,
+            int(meta.get("generation", 0)),
+            int(answer.get("metadata", {}).get("generation", 0)),
+        )
+        return True
+
+    async def _ensure_namespace(self, watch: ChildWatch, namespace: str) -> None:
+        """Make the child's namespace if it is missing, labelled with the hub namespace's uid
+        so that it goes when that does; one that was there before is left as it is."""
+        if namespace in watch.namespaces:
+            return
+        hub = self.cache.namespaces.get(namespace)
+        labels = {ORIGIN: hub["metadata"]["uid"]} if hub else {}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": labels},
+        }
+        try:
+            await watch.kube.create("/api/v1/namespaces", body)
+        except ApiError as err:
+            if err.code != 409:
+                raise
+        watch.namespaces.add(namespace)
+
+    async def replace(self, key: Key, kind: Kind, hub: Obj, location: str) -> bool:
+        """Delete a child that cannot take its new spec in place; its deletion's watch event
+        brings the object back here, and the child is made anew."""
+        if not await self.delete(key, kind, hub, location):
+            return False
+        self.events.post(
+            hub,
+            "Normal",
+            "Replaced",
+            f"replaced the {kind.kind} in {location}: its new share cannot be set in place "
+            "(completions are immutable); its pods there start again",
+        )
+        return True
+
+    async def delete(self, key: Key, kind: Kind, hub: Obj, location: str) -> bool:
+        """True once the child is gone (or was never there)."""
+        watch = self.children.get(location)
+        if watch is None:
+            return False
+        meta = hub["metadata"]
+        try:
+            await watch.kube.delete(kind.path(meta["namespace"], meta["name"]))
+        except ApiError as err:
+            if err.code != 404:
+                log.warning("%s: deleting from %s failed: %s", key, location, err)
+                return False
+        self.records.of(key).gone_from(location)
+        log.info("%s: removed from %s", key, location)
+        return True
+
+
+def _wears(child: Obj, desired: Obj) -> bool:
+    """Does the child still carry every label and annotation we set, as we set them? Others'
+    own keys (a controller's revision annotation, a label added by hand) do not matter."""
+    for field in ("labels", "annotations"):
+        have = child.get("metadata", {}).get(field) or {}
+        for key, value in (desired["metadata"].get(field) or {}).items():
+            if have.get(key) != value:
+                return False
+    return True
+
+
+def _version(obj: Obj) -> str:
+    """What changes when an object's spec changes: its generation, or (for kinds without one,
+    like ConfigMaps) its resourceVersion."""
+    meta = obj.get("metadata", {})
+    generation = meta.get("generation")
+    return f"g{generation}" if generation else f"rv{meta.get('resourceVersion')}"

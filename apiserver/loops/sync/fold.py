@@ -1,0 +1,147 @@
+"""Folding the children's status into the hub object's, and showing a move as it goes.
+
+The fold itself is pure (`sync/status.py`, with the kind's rules); this writes it, and only
+when it says something new: a status that moves only counters partway to `spec.replicas` is
+written at most once per `hold` seconds per object, while a changed condition, a new
+`observedGeneration` or counters that arrived are written at once. A handover in progress
+shows as `kmc.dev/Synced=False`, reason `Moving`, with what it waits for, and as the Events
+`Moving` and `Moved` when it starts and ends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from apiserver.contract import (
+    SYNC_MANAGER,
+    SYNCED,
+    Placement,
+    condition,
+    describe,
+    now,
+    read_placement,
+    status_body,
+)
+from apiserver.kinds import Key, Kind
+from apiserver.kube import events
+from apiserver.kube.client import Kube
+from apiserver.loops.sync.records import Records
+from apiserver.objects import Obj
+from apiserver.sync.status import fold
+
+_COUNTERS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+
+
+class Folder:
+    def __init__(
+        self,
+        hub: Kube,
+        records: Records,
+        recorder: events.Recorder,
+        again: Callable[[Key, float], None],
+        hold: float,
+    ) -> None:
+        self.hub = hub
+        self.records = records
+        self.events = recorder
+        self.again = again  # look at a key again after so many seconds
+        self.hold = hold
+
+    async def fold(
+        self,
+        key: Key,
+        kind: Kind,
+        hub: Obj,
+        children: Mapping[str, Obj],
+        placement: Placement,
+        stale: Mapping[str, str],
+        waiting: tuple[str, ...],
+    ) -> None:
+        assert kind.fold_rules is not None
+        seen: dict[str, Obj | None] = {loc: children.get(loc) for loc in placement}
+        seen.update(children)
+        record = self.records.of(key)
+        status = fold(
+            hub,
+            kind.fold_rules,
+            seen,
+            placement,
+            {loc: msg for loc, msg in stale.items() if loc in seen},
+            record.applied,
+            now(),
+        )
+        self.show_move(key, hub, status, waiting)
+        current = hub.get("status") or {}
+        if not _differs(current, status):
+            return
+        moment, last = time.monotonic(), record.folded
+        if last is not None and moment - last < self.hold and _partway(current, status, hub):
+            # Each such write is a hub write the user's own writes queue behind (a burst of
+            # creates brings a handful per object); the settled status is not held.
+            self.again(key, last + self.hold - moment)
+            return
+        meta = hub["metadata"]
+        path = kind.path(meta["namespace"], meta["name"], "status")
+        await self.hub.apply(path, status_body(hub, status, kind.whole_conditions), SYNC_MANAGER)
+        record.folded = time.monotonic()
+
+    def show_move(self, key: Key, hub: Obj, status: Obj | None, waiting: tuple[str, ...]) -> None:
+        """A handover in progress shows as Synced=False/Moving with what it waits for (in
+        `status`, when one is folded), and as Events when it starts and ends. Whether one is
+        going on is what the hub's status says (a restart loses none), unless this process
+        saw it start or end since."""
+        said = (condition(hub, SYNCED) or {}).get("reason") == "Moving"
+        record = self.records.of(key)
+        was_moving = said if record.moving is None else record.moving
+        if waiting:
+            for folded in (status or {}).get("conditions", []):
+                if folded["type"] == SYNCED:
+                    folded.update(
+                        status="False", reason="Moving", message="moving: " + "; ".join(waiting)
+                    )
+                    if not said:
+                        folded["lastTransitionTime"] = now()
+            if not was_moving:
+                self.events.post(hub, "Normal", "Moving", "moving: " + "; ".join(waiting))
+        elif was_moving:
+            message = "handover done: " + describe(read_placement(hub))
+            self.events.post(hub, "Normal", "Moved", message)
+        moving = bool(waiting)
+        record.moving = None if moving == said else moving  # None: the hub's status says it
+
+
+def _differs(current: Obj, new: Obj) -> bool:
+    """Would applying `new` change anything we own? Timestamps alone do not count."""
+
+    def strip(conditions: list[Obj], types: set[str]) -> Obj:
+        return {
+            c["type"]: {k: v for k, v in c.items() if not k.endswith("Time")}
+            for c in conditions
+            if c["type"] in types
+        }
+
+    for field, value in new.items():
+        if field == "conditions":
+            types = {c["type"] for c in value}
+            if strip(current.get("conditions") or [], types) != strip(value, types):
+                return True
+        elif current.get(field) != value:
+            return True
+    return False
+
+
+def _partway(current: Obj, new: Obj, hub: Obj) -> bool:
+    """Does `new` differ from `current` only in counters on their way to spec.replicas? Such
+    a status may wait; one that a user or `kubectl wait`/`rollout status` acts on may not."""
+    if current.get("observedGeneration") != new.get("observedGeneration"):
+        return False
+
+    def states(status: Obj) -> dict[str, str]:
+        return {c["type"]: c.get("status", "") for c in status.get("conditions") or []}
+
+    if states(current) != states(new):
+        return False
+    wanted = (hub.get("spec") or {}).get("replicas")
+    counters = [new.get(field, 0) for field in _COUNTERS if field in new or field in current]
+    return not (isinstance(wanted, int) and counters and all(c == wanted for c in counters))

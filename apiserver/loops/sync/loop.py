@@ -1,0 +1,337 @@
+"""The sync loop: make every child match `kmc.dev/placement`, and the hub's status match the
+children.
+
+Level-based: a look at one hub object reads the object, its placement (handed over by the
+placement loop, or the hub's record), and what each child holds (`children.py`), and then
+does whatever is still missing — apply a child, scale one down as the handover allows,
+delete one whose handover is done (`apply.py`), fold the children's status up (`fold.py`).
+Garbage is `cleanup.py`'s. It keeps no memory that a restart could lose: a half-done move
+continues from what the children say.
+
+One slow or dead location never holds up the others: its child is left as it is, its last
+known status counts and is marked stale, and its client retries with backoff.
+
+It runs for whatever locations its `clients` give clients for: every Location of the fleet
+in kmc-apiserver, or one location alone; the hand-off is optional.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from apiserver.contract import CLEANUP, SYNC_MANAGER, Placement, only_status_changed, read_placement
+from apiserver.hubcache import HubCache
+from apiserver.kinds import NAMESPACE, Key, Kind, Role
+from apiserver.kube import events
+from apiserver.kube.client import ApiError, Kube
+from apiserver.leader import Leadership
+from apiserver.loops import hubwrites
+from apiserver.loops.handoff import Handoff
+from apiserver.loops.sync.apply import Applier
+from apiserver.loops.sync.bounded import Bounded
+from apiserver.loops.sync.children import Children
+from apiserver.loops.sync.cleanup import Cleaner
+from apiserver.loops.sync.fold import Folder
+from apiserver.loops.sync.records import Records
+from apiserver.objects import Obj
+from apiserver.placement.engine import Verdict
+from apiserver.sync.handover import Child, plan
+from apiserver.sync.report import LocationState, location_states
+from apiserver.workqueue import WorkQueue
+
+
+@dataclass(frozen=True)
+class Settings:
+    workers: int = 32  # mostly waiting on the hub and the children
+    cleanup_retry: float = 5.0  # a child we could not delete yet is tried again this often
+    count_interval: float = 2.0  # how often each Location's `status.objects` is brought up to date
+    patience: float = 2.0  # longest a worker waits for one child write
+    per_location: int = 8  # child writes at once in one location, at most
+    # A fold that only moves counters partway (pods starting, one child ahead of another) is
+    # written at most this often per object; a changed condition, a new observedGeneration
+    # or counters that reached spec.replicas are written at once.
+    fold_hold: float = 1.0
+
+
+class SyncLoop:
+    def __init__(
+        self,
+        cache: HubCache,
+        clients: Callable[[str], Kube | None],
+        leadership: Leadership,
+        handoff: Handoff | None = None,
+        settings: Settings = Settings(),
+    ) -> None:
+        self.hub: Kube = cache.hub
+        self.cache = cache
+        self.leadership = leadership
+        self.handoff = handoff
+        self.settings = settings
+        self.queue: WorkQueue[Key] = WorkQueue("sync", lane=lambda k: k.lane)
+        self.records = Records()
+        watched = [k for k in cache.kinds.values() if k.role in (Role.WORKLOAD, Role.DEPENDENCY)]
+        self.children = Children(clients, watched, self.queue.add)
+        recorder = events.Recorder(cache.hub, SYNC_MANAGER)
+        self.bounded = Bounded(leadership, self.queue.add, settings.patience, settings.per_location)
+        self.applier = Applier(cache, self.children, self.records, recorder)
+        self.folder = Folder(
+            self.hub, self.records, recorder, self.queue.add_after, settings.fold_hold
+        )
+        self.cleaner = Cleaner(
+            cache,
+            self.children,
+            self.applier,
+            self.bounded,
+            self.queue.add_after,
+            settings.cleanup_retry,
+        )
+        self.progress = Progress(cache, self.children, self.records)
+        self._ready_seen: dict[str, Any] = {}  # location -> its Ready condition as last seen
+        cache.subscribe(self._on_hub_object)
+        cache.namespaces.subscribe(self._on_hub_namespace)
+        cache.locations.subscribe(self._on_location)
+        cache.policies.subscribe(self._on_policy)
+
+    # -- what wakes it --------------------------------------------------------------------
+
+    async def run(self) -> None:
+        await self.cache.wait_synced()
+        for location in self.cache.locations.items():
+            await self._on_location("ADDED", location, None)
+        self._enqueue_all()
+        workers = [
+            asyncio.create_task(
+                self.queue.work(functools.partial(self.leadership.act, self.reconcile), __name__)
+            )
+            for _ in range(self.settings.workers)
+        ]
+        workers.append(asyncio.create_task(self._report_counts()))
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for worker in workers:
+                worker.cancel()
+            self.children.stop()
+            self.bounded.cancel()
+
+    async def _on_hub_object(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
+        if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
+            return  # our own fold, the placement loop's condition: nothing to do
+        self.queue.add(Key.of(kind, obj))
+
+    async def _on_policy(self, _: str, __: Obj, ___: Obj | None) -> None:
+        """A PlacementPolicy's constraints on child objects may have changed: apply again
+        (an unchanged child is skipped)."""
+        self._enqueue_all()
+
+    async def _on_location(self, event: str, location: Obj, _: Obj | None) -> None:
+        """Start or stop a location's watches; re-look at everything only when what a
+        reconcile reads of the location changed: its watches, or whether it is Ready."""
+        name = location["metadata"]["name"]
+        if event == "DELETED":
+            changed = self.children.drop(name)
+            ready = None
+        else:
+            changed = self.children.connect(name)
+            conditions = (location.get("status") or {}).get("conditions") or []
+            ready = next(
+                (
+                    (c["status"], c.get("lastTransitionTime"))
+                    for c in conditions
+                    if c["type"] == "Ready"
+                ),
+                None,
+            )
+        if changed or self._ready_seen.get(name) != ready:
+            self._ready_seen[name] = ready
+            self._enqueue_all()
+
+    async def _on_hub_namespace(self, event: str, ns: Obj, old: Obj | None) -> None:
+        if event == "DELETED":
+            self.queue.add(Key(NAMESPACE, "", ns["metadata"]["name"]))
+        elif (
+            self.cache.policies.cache
+            and old is not None
+            and ns["metadata"].get("labels") != old["metadata"].get("labels")
+        ):
+            # Which PlacementPolicies select it, and so what its children carry, may change.
+            for key in self.cache.list_keys(namespace=ns["metadata"]["name"]):
+                self.queue.add(key)
+
+    def _enqueue_all(self) -> None:
+        for key in self.cache.list_keys():
+            self.queue.add(key)
+        for watch in list(self.children.watches.values()):
+            for name in list(watch.made.cache):
+                if self.cache.namespaces.get(name) is None:
+                    self.queue.add(Key(NAMESPACE, "", name))
+
+    async def _report_counts(self) -> None:
+        """Keep each Location's `status.objects` true, so `kubectl mc unjoin` knows when a
+        drained location holds nothing of ours any more."""
+        while True:
+            await asyncio.sleep(self.settings.count_interval)
+            await self.leadership.leading.wait()
+            for name, watch in list(self.children.watches.items()):
+                count = watch.count()
+                location = self.cache.locations.get(name)
+                if count is None or location is None:
+                    continue
+                # The generation says "counted after this spec": a drain waits for a count
+                # taken after its cordon, never one from before.
+                fresh = {"objects": count, "observedGeneration": location["metadata"]["generation"]}
+                status = location.get("status") or {}
+                if {k: status.get(k) for k in fresh} != fresh:
+                    with contextlib.suppress(ApiError):
+                        await self.hub.merge_patch(
+                            f"/apis/kmc.dev/v1alpha1/locations/{name}/status", {"status": fresh}
+                        )
+
+    # -- looking at one object ----------------------------------------------------------
+
+    async def reconcile(self, key: Key) -> None:
+        await self.leadership.leading.wait()
+        if key.kind == NAMESPACE:
+            await self.cleaner.namespace(key.name, self.progress.stale())
+            return
+        kind, cached = self.cache.kinds.get(key.kind), self.cache.get(key)
+        if kind is None or cached is None:
+            self._forget(key)
+            await self.cleaner.orphans(key)
+            return
+        hub = kind.typed(cached)  # cached: read-only
+        children = self.children.of(key, hub["metadata"]["uid"])
+        if hub["metadata"].get("deletionTimestamp"):
+            if self.handoff is not None:
+                self.handoff.forget(key)
+            await self.cleaner.hub_object_going(key, kind, hub, children)
+            return
+        placement, handed = self._placement(key, hub)
+        if (not placement and not children) or not kind.syncable(hub):
+            return
+        if not handed:
+            # A handed-over placement's own write brings the finalizer.
+            await hubwrites.add_finalizer(self.hub, kind, hub, CLEANUP)
+        stale = self.progress.stale()
+        shares, deletable, waiting = self._handover(kind, hub, placement, children, stale)
+        applied = await asyncio.gather(
+            *(
+                self.bounded.run(key, loc, self.applier.apply(key, kind, hub, loc, shares, stale))
+                for loc in sorted(shares)
+            )
+        )
+        for location in sorted(deletable):
+            await self.bounded.run(key, location, self.applier.delete(key, kind, hub, location))
+        if kind.folds and handed:
+            # Folded when the hub has the placement, a moment later; the move shows now.
+            self.folder.show_move(key, hub, None, waiting)
+        elif kind.folds:
+            await self.folder.fold(key, kind, hub, children, placement, stale, waiting)
+        failed = [loc for loc, ok in zip(sorted(shares), applied, strict=True) if not ok]
+        if failed:
+            # The others are done; these come back after the queue's backoff.
+            raise ApiError.of(503, "ServiceUnavailable", f"applying to {', '.join(failed)} failed")
+
+    def _forget(self, key: Key) -> None:
+        """The hub object is gone: whatever we remember of it goes too."""
+        if self.handoff is not None:
+            self.handoff.forget(key)
+        self.records.forget(key)
+        self.children.forget(key)
+        self.queue.forget(key)
+
+    def _placement(self, key: Key, hub: Obj) -> tuple[Placement, bool]:
+        """Where the object goes, and whether that was handed over (not on the hub yet)."""
+        if self.handoff is not None:
+            return self.handoff.placement_of(key, hub)
+        return read_placement(hub), False
+
+    def _handover(
+        self,
+        kind: Kind,
+        hub: Obj,
+        placement: Placement,
+        children: dict[str, Obj],
+        stale: dict[str, str],
+    ) -> tuple[Placement, set[str], tuple[str, ...]]:
+        """What each location's child should hold now, which children may go, and what a
+        move in progress waits for."""
+        if kind.max_unavailable is not None:
+            observed = {
+                loc: Child(
+                    replicas=int(child.get("spec", {}).get("replicas", 0)),
+                    available=int(child.get("status", {}).get("availableReplicas", 0) or 0),
+                    reachable=loc not in stale,
+                )
+                for loc, child in children.items()
+            }
+            step = plan(
+                {loc: value or 0 for loc, value in placement.items()},
+                observed,
+                total=int(hub.get("spec", {}).get("replicas", 1)),
+                max_unavailable=kind.max_unavailable(hub),
+            )
+            return dict(step.replicas), set(step.delete), step.waiting
+        leaving = {loc for loc in children if loc not in placement and loc not in stale}
+        if kind.role is Role.DEPENDENCY:
+            # A ConfigMap stays while anything of its namespace still runs there.
+            namespace = hub["metadata"]["namespace"]
+            leaving = {
+                loc
+                for loc in leaving
+                if not self.children.watches[loc].namespace_has_workloads(namespace)
+            }
+        return dict(placement), leaving, ()
+
+
+class Progress:
+    """What the sync loop knows of where each object is, for the views: a row per location
+    (`report.location_states`), and whether anything a row is built from changed."""
+
+    def __init__(self, cache: HubCache, children: Children, records: Records) -> None:
+        self.cache = cache
+        self.children = children
+        self.records = records
+
+    def stale(self) -> dict[str, str]:
+        """Locations whose numbers are last known ones: not Ready, or not connected yet."""
+        stale = {}
+        for location in self.cache.locations.items():
+            name = location["metadata"]["name"]
+            conditions = (location.get("status") or {}).get("conditions") or []
+            ready = next((c for c in conditions if c["type"] == "Ready"), None)
+            if ready is None or ready["status"] != "True" or name not in self.children.watches:
+                since = ready.get("lastTransitionTime", "?") if ready else "?"
+                stale[name] = f"unreachable since {since}, showing its last known status"
+        return stale
+
+    def rows(
+        self,
+        kind: Kind,
+        hub: Obj,
+        verdicts: tuple[Verdict, ...] = (),
+        stale: dict[str, str] | None = None,
+    ) -> list[LocationState]:
+        """Where a hub object runs, a row per location (see `report.location_states`)."""
+        key = Key.of(kind.key, hub)
+        children = self.children.of(key, hub["metadata"]["uid"])
+        placement = read_placement(hub)
+        done = self.records.applied(key)
+        applied = {loc: done[loc] for loc in set(placement) | set(children) if loc in done}
+        stale = self.stale() if stale is None else stale
+        return location_states(hub, kind.counts, placement, children, applied, stale, verdicts)
+
+    def inputs(self, key: Key) -> tuple[tuple[int, int], dict[str, tuple[int, int]]]:
+        """What `rows` reads of ours for one object besides the locations' state, in O(1):
+        how often its children changed, and what was applied (a dict replaced on change)."""
+        return self.children.changes(key), self.records.applied(key)
+
+
+PROGRESS = web.AppKey("progress", Progress)

@@ -1,0 +1,3 @@
+"""Our own kinds (kmc.dev/v1alpha1) as pydantic models: Location and APIImport here, the
+PlacementPolicy beside the rules that read it (`placement/policy.py`). Each agrees with its
+CRD in `manifests/crds/` field by field (`tests/unit/test_crd_models.py`)."""

@@ -1,0 +1,68 @@
+"""The sync loop is built for whatever locations its `clients` know, and runs without the
+placement loop: the pull agent runs it inside one location, with that location's client
+alone and no hand-off (the placement is read from the hub object)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import cast
+
+import aiohttp
+
+from apiserver.contract import PLACEMENT
+from apiserver.hubcache import HubCache
+from apiserver.kinds import Key
+from apiserver.kube.client import Credentials, Kube
+from apiserver.leader import Leadership
+from apiserver.loops.sync.children import Children
+from apiserver.loops.sync.loop import SyncLoop
+from apiserver.objects import Obj
+
+
+def location(name: str) -> Obj:
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-06T00:00:00Z"}
+    return {"metadata": {"name": name}, "status": {"conditions": [ready]}}
+
+
+async def test_a_sync_loop_for_one_location_watches_that_one_and_reads_the_hubs_record() -> None:
+    session = cast(aiohttp.ClientSession, None)
+    hub = Kube(session, Credentials("https://hub.invalid", False), "hub")
+    edge = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    sync = SyncLoop(HubCache(hub), {"edge": edge}.get, Leadership.solo())
+    try:
+        for name in ("edge", "elsewhere"):
+            await sync._on_location("ADDED", location(name), None)
+        assert list(sync.children.watches) == ["edge"]
+        assert sync.children.watches["edge"].kube is edge
+        placed: Obj = {
+            "metadata": {
+                "name": "web",
+                "namespace": "shop",
+                "annotations": {PLACEMENT: '{"edge":2}'},
+            }
+        }
+        assert sync._placement(Key("Deployment", "shop", "web"), placed) == ({"edge": 2}, False)
+    finally:
+        sync.children.stop()
+        await asyncio.sleep(0)
+
+
+async def test_a_childs_change_moves_its_counter_and_a_new_watch_moves_every_one() -> None:
+    """What a kept mc.kmc.dev row compares, in O(1): the counters of an object's children."""
+    session = cast(aiohttp.ClientSession, None)
+    edge = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    woken: list[Key] = []
+    children = Children({"edge": edge}.get, (), woken.append)
+    web, db = Key("Deployment", "shop", "web"), Key("Deployment", "shop", "db")
+    first = children.changes(web)
+    children._changed(web)
+    assert children.changes(web) != first and children.changes(db) == (0, 0)
+    assert woken == [web]
+    before = children.changes(db)
+    try:
+        assert children.connect("edge")  # a location's watches start: every row looks again
+        assert children.changes(db) != before
+        assert not children.connect("edge")  # the same client: nothing changed
+    finally:
+        children.stop()
+        await asyncio.sleep(0)
