@@ -137,11 +137,19 @@ def selector_of(workload: Obj, plural: str) -> str:
     return ",".join(terms)
 
 
-def pods_of(client: Client, namespace: str, target: str | None, selector: str | None) -> list[Obj]:
-    """The pods to read, each with its location in `kmc.dev/location`."""
+class Found:
+    """The pods to read, each with its location in `kmc.dev/location`; and, for a workload or
+    a selector, what finds its pods (to follow the ones that come later) and from which
+    resourceVersion of the list on."""
+
+    def __init__(self, pods: list[Obj], selector: str | None = None, version: str = "") -> None:
+        self.pods, self.selector, self.version = pods, selector, version
+
+
+def pods_of(client: Client, namespace: str, target: str | None, selector: str | None) -> Found:
     word, name = parse_target(target, selector)
     if name is not None and word is None:
-        return [client.get(f"{REMOTE}/namespaces/{namespace}/pods/{name}")]
+        return Found([client.get(f"{REMOTE}/namespaces/{namespace}/pods/{name}")])
     if word is not None and name is not None:
         group_version, plural = WORKLOADS[word]
         workload = client.get(f"/apis/{group_version}/namespaces/{namespace}/{plural}/{name}")
@@ -151,7 +159,9 @@ def pods_of(client: Client, namespace: str, target: str | None, selector: str | 
     if not items:
         what = f"{target}" if target else f"the selector {selector}"
         raise LogsError(f"error: no pods found for {what} in namespace {namespace!r}")
-    return sorted(items, key=lambda p: (_location(p), p["metadata"]["name"]))
+    version = str((found.get("metadata") or {}).get("resourceVersion", ""))
+    ordered = sorted(items, key=lambda p: (_location(p), p["metadata"]["name"]))
+    return Found(ordered, selector or "", version)
 
 
 def sources(
@@ -277,6 +287,11 @@ def read(
                     last, resume = at, stamp
             return True
         except KubeError as err:
+            if options.follow and lost and err.code == 404:
+                # Gone while its location was away: its share has moved (kubectl mc logs
+                # follows a workload's new pods, wherever they are placed).
+                report(f"location {source.location} is back without {source.label}: it is gone")
+                return True
             if not options.follow or not _retryable(err):
                 report(str(err))
                 return False
@@ -297,6 +312,46 @@ def _words(err: KubeError) -> str:
     return text
 
 
+class Streams:
+    """The streams being read, one thread each; more may start while they run."""
+
+    def __init__(
+        self,
+        client: Client,
+        namespace: str,
+        options: Options,
+        printer: Printer,
+        report: Callable[[str], None],
+    ) -> None:
+        self.client, self.namespace, self.options = client, namespace, options
+        self.printer, self.report = printer, report
+        self.known: set[str] = set()
+        self.results: list[bool] = []
+        self.threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def start(self, source: Source) -> bool:
+        """Read `source` (False when it is read already)."""
+        with self._lock:
+            if source.label in self.known:
+                return False
+            self.known.add(source.label)
+            index = len(self.results)
+            self.results.append(False)
+            thread = threading.Thread(target=self._read, args=(index, source), daemon=True)
+            self.threads.append(thread)
+        thread.start()
+        return True
+
+    def _read(self, index: int, source: Source) -> None:
+        ok = read(self.client, self.namespace, source, self.options, self.printer, self.report)
+        self.results[index] = ok
+
+    def running(self) -> list[threading.Thread]:
+        with self._lock:
+            return [t for t in self.threads if t.is_alive()]
+
+
 def run(
     client: Client,
     namespace: str,
@@ -304,20 +359,71 @@ def run(
     options: Options,
     prefix: bool,
     report: Callable[[str], None],
+    follow_new: Found | None = None,
+    container: str | None = None,
+    all_containers: bool = False,
 ) -> bool:
-    """Read every source at once; True when every one was read."""
-    printer = Printer(prefix)
-    results: dict[int, bool] = {}
+    """Read every source at once; True when every one was read. Following a workload or a
+    selector (`follow_new`), its pods that run later are followed too, wherever they are
+    placed, until interrupted: a location that goes away for longer than its grace period
+    has its share moved elsewhere, and the log goes on there."""
+    streams = Streams(client, namespace, options, Printer(prefix), report)
+    for source in targets:
+        streams.start(source)
+    if follow_new is not None and options.follow:
+        threading.Thread(
+            target=_follow_new,
+            args=(client, namespace, follow_new, streams, container, all_containers),
+            daemon=True,
+        ).start()
+        while True:
+            time.sleep(0.5)  # until Ctrl-C
+    while running := streams.running():
+        running[0].join(0.5)  # wakes for Ctrl-C
+    return all(streams.results)
 
-    def one(index: int, source: Source) -> None:
-        results[index] = read(client, namespace, source, options, printer, report)
 
-    threads = [
-        threading.Thread(target=one, args=(i, s), daemon=True) for i, s in enumerate(targets)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(0.5)  # wakes for Ctrl-C
-    return all(results.get(i, False) for i in range(len(targets)))
+def _follow_new(
+    client: Client,
+    namespace: str,
+    found: Found,
+    streams: Streams,
+    container: str | None,
+    all_containers: bool,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Watch the pods the selector finds, from the list's version on, and read each new one
+    that runs; when the watch ends or fails, list again (and start from there)."""
+    path = f"{REMOTE}/namespaces/{namespace}/pods"
+    version, backoff = found.version, 1.0
+    while True:
+        try:
+            if not version:
+                listing = client.get(path, labelSelector=found.selector or "")
+                version = str((listing.get("metadata") or {}).get("resourceVersion", ""))
+                for pod in listing.get("items") or []:
+                    _new_pod(pod, streams, container, all_containers)
+            params = {"labelSelector": found.selector or "", "resourceVersion": version}
+            for event in client.watch(path, params):
+                pod = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    break  # 410 Gone: list again
+                version = str((pod.get("metadata") or {}).get("resourceVersion", version))
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    _new_pod(pod, streams, container, all_containers)
+                backoff = 1.0
+            else:
+                continue  # the watch ended: go on from where it was
+            version = ""
+        except KubeError:
+            version = ""
+            sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+
+def _new_pod(pod: Obj, streams: Streams, container: str | None, all_containers: bool) -> None:
+    if (pod.get("status") or {}).get("phase") != "Running" or not _location(pod):
+        return  # its log can be read once it runs
+    for source in sources([pod], container, all_containers, lambda _: None):
+        if streams.start(source):
+            streams.report(f"location {source.location}: following {source.label}")

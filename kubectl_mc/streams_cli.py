@@ -90,8 +90,8 @@ def logs(
     client = hub_client(**hub_args(hub))
     ns = namespace_of(namespace, hub)
     try:
-        pods = reading.pods_of(client, ns, target, selector)
-        sources = reading.sources(pods, container, all_containers, _say)
+        found = reading.pods_of(client, ns, target, selector)
+        sources = reading.sources(found.pods, container, all_containers, _say)
     except reading.LogsError as err:
         fail(str(err))
     except KubeError as err:
@@ -104,7 +104,10 @@ def logs(
         )
     one_pod = target is not None and reading.parse_target(target, None)[0] is None
     shown = prefix if prefix is not None else not (one_pod and len(sources) == 1)
-    if not reading.run(client, ns, sources, options, shown, _say):
+    workload = found if found.selector is not None else None
+    if not reading.run(
+        client, ns, sources, options, shown, _say, workload, container, all_containers
+    ):
         sys.exit(1)
 
 

@@ -245,20 +245,31 @@ def test_logs_follow_every_location_and_go_on_through_an_outage(
             assert follower.proc.poll() is None
         finally:
             run_testbed("start", "us-west")
+
+        # Back within its grace period, us-west's pod is read again after its last line;
+        # away for longer, its share has moved (a new pod elsewhere, and later maybe one in
+        # us-west again), and the follower follows the workload's new pods where they run.
+        def recovered() -> str:
+            if any("location us-west is back: following" in e for e in follower.errors):
+                return "back"
+            gone = any("location us-west is back without" in e for e in follower.errors)
+            new = [line for line in follower.lines if not line.startswith(tuple(prefixes.values()))]
+            return "moved" if gone and new else ""
+
         try:
-            wait_until(
-                "us-west back on stderr",
-                lambda: any("location us-west is back" in e for e in follower.errors),
-                240,
-            )
+            outcome = wait_until("us-west back, or its share moved", recovered, 240)
         except AssertionError as err:
             raise AssertionError(f"{err}; stderr: {follower.errors}") from None
-        written_before = int(files["us-west"].read_text().splitlines()[-1].rsplit(" ", 1)[1])
-        wait_until(
-            "us-west's lines written during the outage",
-            lambda: max(ticks(follower.lines, prefixes["us-west"])) >= written_before,
-            60,
-        )
+        if outcome == "back":
+            written = int(files["us-west"].read_text().splitlines()[-1].rsplit(" ", 1)[1])
+            wait_until(
+                "us-west's lines written during the outage",
+                lambda: max(ticks(follower.lines, prefixes["us-west"])) >= written,
+                60,
+            )
+        else:
+            followed = [e for e in follower.errors if ": following " in e]
+            assert followed, follower.errors  # each new pod is said on stderr
     finally:
         stop.set()
         follower.stop()
@@ -267,7 +278,7 @@ def test_logs_follow_every_location_and_go_on_through_an_outage(
         seen_ticks = ticks(follower.lines, prefix)
         expected = list(range(seen_ticks[0], seen_ticks[-1] + 1))
         assert seen_ticks == expected, f"{location}: {follower.errors}"
-    assert all(any(line.startswith(p) for p in prefixes.values()) for line in follower.lines)
+    assert all(re.match(r"\[(us-east|us-west|eu-west)/web-", line) for line in follower.lines)
 
 
 # --- exec --------------------------------------------------------------------------------------

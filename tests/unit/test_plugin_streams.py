@@ -351,3 +351,58 @@ def test_prefix_false_is_no_prefix() -> None:
         "--no-prefix",
     ]
     assert normalize(["logs", "deploy/web", "--follow=true"])[-1] == "--follow"
+
+
+def running_pod(name: str, location: str, phase: str = "Running") -> dict[str, object]:
+    return {**pod(name, location, "app"), "status": {"phase": phase}}
+
+
+def test_a_workloads_new_pods_are_followed_once_they_run() -> None:
+    """Following a workload, its pods that run later (its share moved to another location)
+    are read too: once each, when they run, and said on stderr."""
+    said: list[str] = []
+    read: list[str] = []
+
+    class Ended:
+        def stream(self, path: str, params: list[tuple[str, str]]) -> Stream:
+            read.append(path)
+            return Stream([], cut=False)
+
+    streams = logs.Streams(
+        Ended(),  # type: ignore[arg-type]
+        "ns",
+        logs.Options(follow=True),
+        logs.Printer(True, lambda _: None),
+        said.append,
+    )
+    assert streams.start(logs.Source("us-west", "web-1", "app"))
+    logs._new_pod(running_pod("web-2", "eu-west", phase="Pending"), streams, None, False)
+    logs._new_pod(running_pod("web-1", "us-west"), streams, None, False)  # known already
+    logs._new_pod(running_pod("web-2", "eu-west"), streams, None, False)
+    logs._new_pod(running_pod("web-2", "eu-west"), streams, None, False)  # seen twice
+    for thread in streams.threads:
+        thread.join(30)
+    assert streams.known == {"us-west/web-1/app", "eu-west/web-2/app"}
+    assert said == ["location eu-west: following eu-west/web-2/app"]
+    assert sorted(read) == [
+        "/apis/remote.kmc.dev/v1alpha1/namespaces/ns/pods/web-1@us-west/log",
+        "/apis/remote.kmc.dev/v1alpha1/namespaces/ns/pods/web-2@eu-west/log",
+    ]
+    assert streams.results == [True, True]
+
+
+def test_a_pod_gone_while_its_location_was_away_ends_its_stream_quietly() -> None:
+    down = KubeError("Error from server (ServiceUnavailable): not Ready", {"code": 503})
+    gone = KubeError('Error from server (NotFound): location us-west: pods "web-1"', {"code": 404})
+    said: list[str] = []
+    ok = logs.read(
+        Answers(Stream([t(1, "one")], cut=True), down, gone),  # type: ignore[arg-type]
+        "ns",
+        logs.Source("us-west", "web-1", "app"),
+        logs.Options(follow=True),
+        logs.Printer(True, lambda _: None),
+        said.append,
+        sleep=lambda _: None,
+    )
+    assert ok
+    assert said[-1] == "location us-west is back without us-west/web-1/app: it is gone"
