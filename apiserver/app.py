@@ -51,6 +51,7 @@ from apiserver.options import OPTIONS, Options
 from apiserver.readlimit import READS, WAITS, WAITS_PER_READ, ReadLimiter
 from apiserver.remote import handlers as remote
 from apiserver.remote import resources as remote_resources
+from apiserver.remote import streams as remote_streams
 from apiserver.remote.cache import CHILD_AUTHZ, REMOTE_CACHES, ChildAuthorizers, RemoteCaches
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     documents.add_routes(app, RESOURCES)
     mc.add_routes(app)
     remote.add_routes(app)
+    remote_streams.add_routes(app)
     admission.add_routes(app)
     return app
 

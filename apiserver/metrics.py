@@ -6,7 +6,8 @@ Work queues use client-go's names (`workqueue_depth`, `workqueue_adds_total`,
 `workqueue_longest_running_processor_seconds`, all labelled `name`), so the dashboards people
 already have for controllers read ours too. The rest is ours, prefixed `kmc_`: reconcile
 outcomes per loop, requests to each cluster (the hub and every location) by verb with their
-latency and errors, objects in the hub cache per resource, and leadership.
+latency and errors, objects in the hub cache per resource, streams proxied to the children,
+and leadership.
 
 One registry for the process; the server renders it at `/metrics` behind the same
 authentication and authorization as every other path.
@@ -110,6 +111,19 @@ REMOTE_CACHE_BYTES = Gauge(
     "kmc_remote_cache_bytes",
     "Encoded bytes kept by the watch cache of a child's resource.",
     ["location", "resource"],
+    registry=REGISTRY,
+)
+STREAMS = Counter(
+    "kmc_streams_total",
+    "Streams of pods.remote.kmc.dev proxied to a location, by sub-resource "
+    "(log, exec, attach, portforward).",
+    ["subresource"],
+    registry=REGISTRY,
+)
+STREAMS_OPEN = Gauge(
+    "kmc_streams_open",
+    "Streams of pods.remote.kmc.dev open now (followed logs, exec sessions, port-forwards).",
+    ["subresource"],
     registry=REGISTRY,
 )
 LEADER = Gauge(

@@ -29,6 +29,7 @@ from bench import (
     remote,
     revocation,
     settle,
+    streams,
     sync,
 )
 from bench.objects import kwok_nodes
@@ -77,6 +78,8 @@ GOALS = {
     "load_converge_others_s": ("<=", 60),
     "views_ratio": ("<=", 1.5),
     "revocation_s": ("<=", 11),
+    "streams_log_ratio": (">=", 0.7),
+    "streams_exec_ratio": ("<=", 1.5),
 }
 
 
@@ -103,6 +106,7 @@ def run_all(quick: bool, with_load: bool = False) -> list[dict[str, Any]]:
     if not quick:
         step("punch-through, 6 locations", lambda: _six_locations())
     step("plugin start-up", _plugin)
+    step("logs and exec through the hub", lambda: streams.measure(10 if quick else 20))
     step("watch events trailing a consistent read", lambda: settle.measure(300, 4))
     step("forged identities", forged.forged)
     step("revocation in a child", revocation.measure)
@@ -241,6 +245,17 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         "load_converge_others_s": figure(rows, "load", "converge_others_s"),
         "views_ratio": figure(rows, "views", "get_2000_deployments_ms", "ratio"),
         "revocation_s": figure(rows, "revocation", "rows_gone_after_s"),
+        "streams_log_mb_per_s": next(
+            (r["value"] for r in rows if r["benchmark"] == "streams.log"), None
+        ),
+        "streams_log_ratio": next(
+            (r["ratio"] for r in rows if r["benchmark"] == "streams.log"), None
+        ),
+        "streams_exec_ms": figure(rows, "streams.exec", "round_trip_p50_ms"),
+        "streams_exec_ratio": figure(rows, "streams.exec", "round_trip_p50_ms", "ratio"),
+        "streams_exec_cli_ratio": figure(
+            rows, "streams.exec_cli", "kubectl_mc_exec_p50_ms", "ratio"
+        ),
     }
 
 

@@ -17,8 +17,13 @@ GLOBAL_VALUE_FLAGS = frozenset(
 )
 SHORT_VALUE_FLAGS = frozenset({"-n", "-o", "-l"})
 BOOLEAN_FLAGS = frozenset(
-    {"--all-namespaces", "--no-headers", "--show-labels", "--watch", "--client", "--force"}
+    {
+        *("--all-namespaces", "--no-headers", "--show-labels", "--watch", "--client", "--force"),
+        *("--follow", "--timestamps", "--all-containers", "--stdin", "--tty", "--prefix"),
+    }
 )
+# Booleans whose default may be true: `--flag=false` says `--no-flag`, not nothing.
+NEGATABLE_FLAGS = frozenset({"--prefix"})
 
 
 def normalize(args: list[str]) -> list[str]:
@@ -33,6 +38,8 @@ def normalize(args: list[str]) -> list[str]:
         elif sep and name in BOOLEAN_FLAGS and value.lower() in ("true", "false"):
             if value.lower() == "true":
                 out.append(name)
+            elif name in NEGATABLE_FLAGS:
+                out.append(f"--no-{name[2:]}")
         else:
             out.append(arg)
     return _command_first(out)

@@ -1,9 +1,10 @@
 """The `kubectl-mc` executable: `kubectl mc …` starts here.
 
 `get` and `describe` are what people run most, and they should answer about as fast as
-`kubectl get` does, so their usual command lines are read without click (`get_flags.py`)
-and run with the standard library alone: no click, no PyYAML (a kubeconfig is read by
-`kubeconfig_yaml.py`), no dataclasses or typing at run time. Everything else — other
+`kubectl get` does (and `exec` about as fast as `kubectl exec`), so their usual command
+lines are read without click (`get_flags.py`) and run with the standard library alone: no
+click, no PyYAML (a kubeconfig is read by `kubeconfig_yaml.py`), no dataclasses or typing
+at run time. Everything else — other
 commands, `--help`, completion, lines with a mistake in them — goes to click's command
 tree in `commands.py`, which gives the same answers and the same messages.
 """
@@ -52,7 +53,7 @@ def kubectl_complete() -> None:
 
 
 def _quick(command: str, args: tuple[str, ...], values: Values) -> None:
-    """Run `get` or `describe` as click would have, with the values click would have
+    """Run `get`, `describe` or `exec` as click would have, with the values click would have
     passed; the end is click's too (Ctrl-C: `Aborted!`, exit 1; a closed pipe: exit 1)."""
     from kubectl_mc import get_run
 
@@ -73,6 +74,10 @@ def _quick(command: str, args: tuple[str, ...], values: Values) -> None:
     namespace, everywhere = text("namespace"), flag("all_namespaces")
     selector, fields = text("selector"), text("field_selector")
     try:
+        if command == "exec":
+            from kubectl_mc import execute
+
+            execute.command(args, namespace, text("container"), flag("stdin"), flag("tty"), hub)
         if command == "describe":
             get_run.describe(args, namespace, everywhere, selector, fields, hub)
         get_run.get(

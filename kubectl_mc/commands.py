@@ -16,14 +16,18 @@ import click
 from kubectl_mc.hub import fail, hub_client, seconds
 from kubectl_mc.options import hub_args, hub_options
 
-# Commands defined in their own modules, imported when they are run (or listed by --help).
+# Commands defined in their own modules, imported when they are run (or listed by --help):
+# the module, and the command's name there when it is not the command's own.
 _ELSEWHERE = {
     "completion": "kubectl_mc.completion",
     "cordon": "kubectl_mc.drain_cli",
     "describe": "kubectl_mc.get_cli",
     "drain": "kubectl_mc.drain_cli",
+    "exec": "kubectl_mc.streams_cli:exec_",
     "get": "kubectl_mc.get_cli",
+    "logs": "kubectl_mc.streams_cli",
     "move": "kubectl_mc.move_cli",
+    "port-forward": "kubectl_mc.streams_cli:port_forward",
     "uncordon": "kubectl_mc.drain_cli",
 }
 
@@ -38,7 +42,8 @@ class _Group(click.Group):
         if name in _ELSEWHERE:
             import importlib
 
-            command = getattr(importlib.import_module(_ELSEWHERE[name]), name)
+            module, _, attribute = _ELSEWHERE[name].partition(":")
+            command = getattr(importlib.import_module(module), attribute or name)
             assert isinstance(command, click.Command)
             return command
         return super().get_command(ctx, name)

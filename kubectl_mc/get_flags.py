@@ -1,7 +1,8 @@
-"""`get` and `describe` command lines read without click, the way click reads them.
+"""`get`, `describe` and `exec` command lines read without click, the way click reads them.
 
 Importing click costs more than kubectl takes for a whole `kubectl get`, so the usual
-command lines of the two commands people run most are parsed here, with click's own rules
+command lines of the commands people run most (and expect to answer at once) are parsed here,
+with click's own rules
 (options anywhere among the arguments, `--opt=value`, `-ovalue`, `-Aw`, `--` ending
 options, the last of a repeated option wins). Anything these rules do not cover — `--help`,
 an unknown option, a flag given a value, a missing value, shell completion — returns None,
@@ -30,6 +31,17 @@ _LISTING = {
 }
 OPTIONS = {
     "describe": _HUB | _LISTING,
+    "exec": _HUB
+    | {
+        "-n": ("namespace", True),
+        "--namespace": ("namespace", True),
+        "-c": ("container", True),
+        "--container": ("container", True),
+        "-i": ("stdin", False),
+        "--stdin": ("stdin", False),
+        "-t": ("tty", False),
+        "--tty": ("tty", False),
+    },
     "get": _HUB
     | _LISTING
     | {
@@ -44,6 +56,11 @@ OPTIONS = {
 }
 
 
+# Arguments a command needs at least (click answers a line with fewer with an error):
+# exec's POD and a command.
+MIN_ARGS = {"exec": 2}
+
+
 class _Unusual(Exception):
     """A line for click to read (and, if it is wrong, to explain)."""
 
@@ -52,9 +69,9 @@ Values = dict[str, "str | bool | None"]
 
 
 def parse(line: list[str]) -> tuple[str, tuple[str, ...], Values] | None:
-    """(command, its arguments, the values click would give its options) for `get …` or
-    `describe …`; None for any other line, and for any line click would answer with help
-    or an error."""
+    """(command, its arguments, the values click would give its options) for `get …`,
+    `describe …` or `exec …`; None for any other line, and for any line click would answer
+    with help or an error."""
     if not line or line[0] not in OPTIONS:
         return None
     command, known = line[0], OPTIONS[line[0]]
@@ -75,6 +92,8 @@ def parse(line: list[str]) -> tuple[str, tuple[str, ...], Values] | None:
             else:
                 args.append(arg)
     except _Unusual:
+        return None
+    if len(args) < MIN_ARGS.get(command, 0):
         return None
     return command, tuple(args), values
 

@@ -44,8 +44,8 @@ class Response:
         self._left: int | None = None  # body bytes not read yet (None: chunked or to the end)
         if not self._chunked and length.strip().isdigit():
             self._left = int(length)
-        if method == "HEAD" or self.status in (204, 304):
-            self._left = 0
+        if method == "HEAD" or self.status in (101, 204, 304):
+            self._left = 0  # after a 101 the connection is another protocol's
         connection = self.header("connection").lower()
         self.will_close = (
             "close" in connection
@@ -86,7 +86,10 @@ class Response:
         stream = self._stream
         if self._chunked:
             if self._chunk_left == 0:
-                size = stream.readline(_MAX_LINE).split(b";", 1)[0].strip()
+                line = stream.readline(_MAX_LINE)
+                if not line:
+                    raise _incomplete()  # the server went away between two chunks
+                size = line.split(b";", 1)[0].strip()
                 try:
                     self._chunk_left = int(size, 16)
                 except ValueError:
@@ -205,6 +208,12 @@ class Connection:
             raise ProtocolError(f"not an HTTP answer from the proxy: {line[:40]!r}")
         if code != "200":
             raise OSError(f"Tunnel connection failed: {code} {message.strip()}")
+
+    @property
+    def stream(self) -> BufferedReader | None:
+        """What the server sends, buffered: after a 101, the other protocol's first bytes may
+        already be in it."""
+        return self._stream
 
     def close(self) -> None:
         stream, sock = self._stream, self.sock

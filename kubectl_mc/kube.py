@@ -34,7 +34,10 @@ from kubectl_mc.http11 import Connection, Response
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a few milliseconds
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from typing import Any
+    from typing import Any, TypeAlias
+
+    # A query: a mapping, or pairs when a name repeats (exec's `command`).
+    Params: TypeAlias = dict[str, str] | list[tuple[str, str]]
 
     from kubectl_mc.credentials import Source
     from kubectl_mc.kubeconfig import Selected
@@ -86,7 +89,7 @@ class Client:
         method: str,
         path: str,
         body: Any = None,
-        params: dict[str, str] | None = None,
+        params: Params | None = None,
         content_type: str = JSON,
         accept: str = JSON,
     ) -> Obj:
@@ -131,26 +134,69 @@ class Client:
         finally:
             conn.close()
 
+    def stream(self, path: str, params: Params | None = None) -> Streamed:
+        """A GET whose 2xx answer is read as the server sends it (a followed log), for as
+        long as it lasts, with no read timeout; any other answer is a KubeError."""
+        conn, resp = self._exchange("GET", path, params, "*/*", None, JSON)
+        if not 200 <= resp.status < 300:
+            try:
+                text = resp.read().decode(errors="replace")
+            except OSError as err:
+                raise KubeError(self._connection_message(err)) from err
+            finally:
+                conn.close()
+            try:
+                payload = json.loads(text)
+            except json.JSONDecodeError:
+                payload = {"raw": text}
+            raise _error(resp.status, payload, text)
+        if conn.sock is not None:
+            conn.sock.settimeout(None)
+        return Streamed(conn, resp, self._connection_message)
+
+    def upgrade(
+        self, method: str, path: str, params: Params | None, headers: dict[str, str]
+    ) -> Upgraded:
+        """A request that asks to switch protocols (`headers`: Connection, Upgrade, …); the
+        connection once the server has (101), or a KubeError with its Status."""
+        conn, resp = self._exchange(method, path, params, JSON, None, JSON, headers)
+        if resp.status != 101:
+            try:
+                text = resp.read().decode(errors="replace")
+            except OSError as err:
+                raise KubeError(self._connection_message(err)) from err
+            finally:
+                conn.close()
+            try:
+                payload = json.loads(text) if text else {}
+            except json.JSONDecodeError:
+                payload = {"raw": text}
+            raise _error(resp.status, payload, text)
+        if conn.sock is not None:
+            conn.sock.settimeout(None)
+        return Upgraded(conn, resp)
+
     def _exchange(
         self,
         method: str,
         path: str,
-        params: dict[str, str] | None,
+        params: Params | None,
         accept: str,
         data: bytes | None,
         content_type: str,
+        extra: dict[str, str] | None = None,
     ) -> tuple[Connection, Response]:
         """One request, sent again once with a fresh credential if the first one is refused
         (401) and the source has a different one to offer (a plugin run again)."""
         credential = self._credential()
-        conn, resp = self._send(credential, method, path, params, accept, data, content_type)
+        conn, resp = self._send(credential, method, path, params, accept, data, content_type, extra)
         if resp.status != 401 or self.credentials is None:
             return conn, resp
         fresh = self._credential(stale=credential)
         if fresh is None:
             return conn, resp
         self._drain(conn, resp)
-        return self._send(fresh, method, path, params, accept, data, content_type)
+        return self._send(fresh, method, path, params, accept, data, content_type, extra)
 
     def _credential(self, stale: Credential | None = None) -> Credential | None:
         """The credential to use (`stale`: the one just refused; None if no other)."""
@@ -168,12 +214,13 @@ class Client:
         credential: Credential | None,
         method: str,
         path: str,
-        params: dict[str, str] | None,
+        params: Params | None,
         accept: str,
         data: bytes | None,
         content_type: str,
+        extra: dict[str, str] | None = None,
     ) -> tuple[Connection, Response]:
-        headers = {"Accept": accept, "User-Agent": f"kubectl-mc/v{__version__}"}
+        headers = {"Accept": accept, "User-Agent": f"kubectl-mc/v{__version__}", **(extra or {})}
         context = self.context
         if credential is not None:
             context = credential.context
@@ -255,6 +302,51 @@ class Client:
 
     def delete(self, path: str) -> Obj:
         return self.request("DELETE", path)
+
+
+class Streamed:
+    """An answer being read as it comes."""
+
+    def __init__(
+        self, conn: Connection, response: Response, words: Callable[[BaseException], str]
+    ) -> None:
+        self._conn, self._response, self._words = conn, response, words
+
+    def lines(self) -> Iterator[bytes]:
+        """Line by line until the answer ends. One cut before its end (the server went
+        away) is a KubeError, so a caller can tell it from one that ended."""
+        try:
+            while line := self._response.readline():
+                yield line
+        except OSError as err:
+            raise KubeError(self._words(err)) from err
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class Upgraded:
+    """A connection the server switched to another protocol (its 101 answer): the socket
+    to write to, and what the server sends, buffered (its first frames may be in it)."""
+
+    def __init__(self, conn: Connection, response: Response) -> None:
+        assert conn.sock is not None and conn.stream is not None
+        self.sock, self.stream, self._conn = conn.sock, conn.stream, conn
+        self.response = response
+        self._lock = threading.Lock()
+
+    def header(self, name: str) -> str:
+        return self.response.header(name.lower())
+
+    def send(self, data: bytes) -> None:
+        """Write all of `data` (from any thread: one writer at a time)."""
+        with self._lock:
+            self.sock.sendall(data)
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 def _error(status: int, payload: Any, text: str) -> KubeError:
@@ -352,9 +444,10 @@ def split_server(server: str) -> tuple[str, str, int, str]:
     return netloc, host.lower() or "localhost", int(port) if port else default, path
 
 
-def query_string(params: dict[str, str]) -> str:
+def query_string(params: Params) -> str:
     """`params` for a URL, every byte but the unreserved ones percent-encoded."""
-    return "&".join(f"{_quoted(k)}={_quoted(v)}" for k, v in params.items())
+    pairs = params.items() if isinstance(params, dict) else params
+    return "&".join(f"{_quoted(k)}={_quoted(v)}" for k, v in pairs)
 
 
 def _quoted(text: str) -> str:

@@ -36,7 +36,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from apiserver.api.registry import DEFS_PREFIX, JsonSchema, Resource, group_versions, ref
+from apiserver.api.registry import (
+    DEFS_PREFIX,
+    JsonSchema,
+    Resource,
+    Subresource,
+    group_versions,
+    ref,
+)
 
 OBJECT_META = "dev.kmc.v1alpha1.ObjectMeta"
 LIST_META = "dev.kmc.v1alpha1.ListMeta"
@@ -223,6 +230,8 @@ def _definitions(resources: Iterable[Resource]) -> dict[str, dict[str, Any]]:
             _list(r.group, r.version, r.kind, r.plural, name),
         )
         for sub in r.subresources:
+            if sub.stream:
+                continue  # its answer is bytes: no schema, as in Kubernetes
             definitions.add(
                 definition_name(r.group, r.version, sub.kind),
                 _kind(r.group, r.version, sub.kind, sub.description, sub.schema),
@@ -341,12 +350,12 @@ class _Param:
 
 @dataclass(frozen=True)
 class _Operation:
-    method: str  # get, put or patch
-    action: str  # x-kubernetes-action: list, get, put or patch
+    method: str  # get, post, put or patch
+    action: str  # x-kubernetes-action: list, get, put, patch or connect
     operation_id: str
     description: str
     gvk: tuple[str, str, str]
-    response: str  # definition name
+    response: str | None  # definition name; None: a stream of bytes (a string)
     body: str | None = None  # definition name of a PUT body; PATCH bodies are free-form
     query: tuple[_Param, ...] = ()
     watch: bool = False
@@ -422,6 +431,11 @@ def _resource_paths(r: Resource) -> list[_Path]:
         )
         paths.append(_Path(f"{scope}/{r.plural}/{{name}}", (*scope_params, _NAME), (read,), tag))
     for sub in r.subresources:
+        if sub.stream:
+            url = f"{scope}/{r.plural}/{{name}}/{sub.name}"
+            streams = _stream_operations(r, sub, f"{prefix}{scoped}{r.kind}")
+            paths.append(_Path(url, (*scope_params, _NAME), streams, tag))
+            continue
         sub_gvk = (r.group, r.version, sub.kind)
         sub_name = definition_name(r.group, r.version, sub.kind)
         suffix = sub.name.capitalize()
@@ -444,7 +458,35 @@ def _resource_paths(r: Resource) -> list[_Path]:
     return paths
 
 
+def _stream_operations(r: Resource, sub: Subresource, named: str) -> tuple[_Operation, ...]:
+    """`pods/log` is read (GET); `pods/exec` is connected to (GET for WebSocket, POST for
+    SPDY), as Kubernetes documents them."""
+    gvk = (r.group, r.version, sub.kind)
+    query = tuple(_Param(p.name, p.type, p.description) for p in sub.parameters)
+    suffix = sub.name.capitalize()
+    if "create" not in sub.verbs:
+        description = f"Read the {sub.name} of one {r.singular}"
+        return (
+            _Operation("get", "get", f"read{named}{suffix}", description, gvk, None, None, query),
+        )
+    return tuple(
+        _Operation(
+            method,
+            "connect",
+            f"connect{method.capitalize()}{named}{suffix}",
+            f"Connect {method.upper()} requests to {sub.name} of one {r.singular}",
+            gvk,
+            None,
+            None,
+            query,
+        )
+        for method in ("get", "post")
+    )
+
+
 def _produces(operation: _Operation) -> list[str]:
+    if operation.response is None:
+        return ["*/*"]
     return (
         ["application/json", "application/json;stream=watch"]
         if operation.watch
@@ -507,9 +549,12 @@ def _v2_path(path: _Path) -> dict[str, Any]:
             )
         if parameters:
             result["parameters"] = parameters
-        result["responses"] = {
-            "200": {"description": "OK", "schema": {"$ref": V2_PREFIX + operation.response}}
-        }
+        schema = (
+            {"type": "string"}
+            if operation.response is None
+            else {"$ref": V2_PREFIX + operation.response}
+        )
+        result["responses"] = {"200": {"description": "OK", "schema": schema}}
         result.update(_extensions(operation))
         item[operation.method] = result
     return item
@@ -546,7 +591,11 @@ def _v3_path(path: _Path) -> dict[str, Any]:
                     for media, schema in _PATCH_BODIES.items()
                 }
             result["requestBody"] = {"content": content, "required": True}
-        response = {"$ref": V3_PREFIX + operation.response}
+        response = (
+            {"type": "string"}
+            if operation.response is None
+            else {"$ref": V3_PREFIX + operation.response}
+        )
         result["responses"] = {
             "200": {
                 "description": "OK",

@@ -33,14 +33,30 @@ def ref(name: str, description: str | None = None) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Parameter:
+    """A query parameter of a sub-resource that streams (`type`: an OpenAPI scalar type)."""
+
+    name: str
+    type: str
+    description: str
+
+
+@dataclass(frozen=True)
 class Subresource:
-    """`<plural>/<name>` of every object of a resource, answering with its own kind."""
+    """`<plural>/<name>` of every object of a resource, answering with its own kind.
+
+    One that streams (`pods/log`, `pods/exec`) answers bytes, not an object: as in
+    Kubernetes, its `kind` is that of its options (`PodExecOptions`), which discovery names
+    and OpenAPI gives no schema; its options are the query `parameters`. With `create` among
+    its verbs it is a connection switched to another protocol (OpenAPI's `connect` action)."""
 
     name: str
     kind: str
     verbs: tuple[str, ...]
     schema: JsonSchema = field(default_factory=dict, hash=False)
     description: str = ""
+    stream: bool = False
+    parameters: tuple[Parameter, ...] = ()
 
 
 @dataclass(frozen=True)

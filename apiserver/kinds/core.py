@@ -118,7 +118,8 @@ POD = Kind(
     syncable=bare,
     share=_pod_share,
     fold_rules=Rules(fields=_pod_fields),
-    remote=Remote("pod", "pods", "core v1"),
+    # log, exec, attach and portforward: served by the child that holds the pod (streams).
+    remote=Remote("pod", "pods", "core v1", ("log", "exec", "attach", "portforward")),
 )
 SERVICE = Kind(
     "Service",

@@ -67,6 +67,18 @@ class Remote:
     singular: str
     explain: str  # what `kubectl explain` takes for the kind's fields
     home: str  # where the kind lives, in words ("apps/v1", "core v1")
+    # Sub-resources served through to the children by the same names (pods' streams).
+    subresources: tuple[str, ...] = ()
+
+    def resources(self, plural: str, asked: list[str]) -> list[str]:
+        """What an RBAC rule's `resources` about this kind names in a child: the kind itself
+        (`pods`, `*`) and the sub-resources it serves, as RBAC matches them (`pods/log`,
+        `*/log`, `*`; RBAC has no `pods/*`)."""
+        found = [plural] if "*" in asked or plural in asked else []
+        for sub in self.subresources:
+            if any(name in asked for name in (f"{plural}/{sub}", f"*/{sub}", "*")):
+                found.append(f"{plural}/{sub}")
+        return found
 
 
 def _whole(_: Obj) -> Shape:

@@ -47,8 +47,9 @@ def _child_rules(rule: Any) -> list[Any]:
     asked = rule.get("resources") or []
     by_group: dict[str, list[str]] = {}
     for plural, kind in REMOTE.items():
-        if "*" in asked or plural in asked:
-            by_group.setdefault(kind.group, []).append(plural)
+        assert kind.remote is not None
+        if named := kind.remote.resources(plural, asked):  # pods/log, pods/exec: streams
+            by_group.setdefault(kind.group, []).extend(named)  # impersonate the caller too
     for group, plurals in sorted(by_group.items()):
         out.append({**rule, "apiGroups": [group], "resources": plurals})
     return out

@@ -127,7 +127,7 @@ class Kube:
         """The same cluster and session, with every write first passing `guard`."""
         return Kube(self.session, self.creds, self.name, agent=self.agent, guard=guard)
 
-    def _headers(self, extra: Mapping[str, str] | None = None) -> CIMultiDict[str]:
+    def headers(self, extra: Mapping[str, str] | None = None) -> CIMultiDict[str]:
         """Ours, then `extra`'s, which replace ours by name; a multi-valued `extra` (several
         `Impersonate-Group`s) keeps every value."""
         headers = CIMultiDict({"Accept": "application/json", "User-Agent": self.agent})
@@ -169,7 +169,7 @@ class Kube:
             extra["Content-Type"] = content_type
         for attempt in (1, 2):
             creds = self.creds
-            all_headers = self._headers(extra)
+            all_headers = self.headers(extra)
             started = time.monotonic()
             try:
                 return await self._exchange(
@@ -227,12 +227,12 @@ class Kube:
             ) as resp:
                 if answering is not None:
                     answering.set()
-                return _decode(resp.status, await resp.read(), method, path, decode)
+                return decode_answer(resp.status, await resp.read(), method, path, decode)
         except (aiohttp.ClientError, TimeoutError) as err:
             refused = _refusal(err)
             if refused is not None:
                 raise refused from None  # the guard's own answer, raised inside aiohttp
-            raise _transport_error(self, err) from err
+            raise transport_error(self, err) from err
 
     async def get_revalidated(
         self, path: str, accept: str, timeout: float = DEFAULT_TIMEOUT
@@ -246,18 +246,18 @@ class Kube:
         try:
             async with self.session.get(
                 self.creds.server + path,
-                headers=self._headers(headers),
+                headers=self.headers(headers),
                 ssl=self.creds.ssl,
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
                 if resp.status == 304 and cached:
                     return cached[1]
-                body = _decode(resp.status, await resp.read(), "GET", path)
+                body = decode_answer(resp.status, await resp.read(), "GET", path)
                 if etag := resp.headers.get("ETag"):
                     self._etags[(path, accept)] = (etag, body)
                 return body
         except (aiohttp.ClientError, TimeoutError) as err:
-            raise _transport_error(self, err) from err
+            raise transport_error(self, err) from err
 
     async def get(self, path: str, **params: str) -> Obj:
         return cast(Obj, await self.request("GET", path, params=params or None))
@@ -320,7 +320,7 @@ class Kube:
             async with self.session.get(
                 self.creds.server + path,
                 params=query,
-                headers=self._headers(headers),
+                headers=self.headers(headers),
                 ssl=self.creds.ssl,
                 timeout=aiohttp.ClientTimeout(
                     total=None, sock_connect=10, sock_read=timeout_seconds + 30
@@ -329,7 +329,7 @@ class Kube:
                 if resp.status != 200:
                     if resp.status == 401:
                         await self.renew(creds)  # the caller watches again, with fresh ones
-                    _decode(resp.status, await resp.read(), "WATCH", path)
+                    decode_answer(resp.status, await resp.read(), "WATCH", path)
                 async for line in resp.content:
                     if not line.strip():
                         continue
@@ -342,7 +342,7 @@ class Kube:
                         raise ApiError(event.get("object", {}))
                     yield event
         except (aiohttp.ClientError, TimeoutError) as err:
-            raise _transport_error(self, err) from err
+            raise transport_error(self, err) from err
 
 
 @dataclass(frozen=True)
@@ -398,7 +398,7 @@ def guard_trace() -> aiohttp.TraceConfig:
     return config
 
 
-def _decode(
+def decode_answer(
     status: int,
     raw: bytes,
     method: str,
@@ -442,7 +442,7 @@ def _reason_of(code: int) -> str:
     }.get(code, "Unknown")
 
 
-def _transport_error(kube: Kube, err: BaseException) -> Unreachable:
+def transport_error(kube: Kube, err: BaseException) -> Unreachable:
     what = _what_failed(err)
     failure = ApiError.of(
         503, "ServiceUnavailable", f"{kube.name} ({kube.creds.server}) is unreachable: {what}"
@@ -454,6 +454,10 @@ def _what_failed(err: BaseException) -> str:
     """A transport failure in words a person acts on (aiohttp's own text names objects)."""
     if isinstance(err, TimeoutError):
         return "timed out"
+    if isinstance(err, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(err, ssl.SSLCertVerificationError):
+        return f"TLS verification failed: {err.verify_message}"
     if isinstance(err, aiohttp.ClientConnectorCertificateError):
         return f"TLS verification failed: {err.certificate_error}"
     if isinstance(err, aiohttp.ClientConnectorError):

@@ -393,25 +393,38 @@ async def one(request: web.Request) -> web.StreamResponse:
         return await _one(request, _kind(request), request.match_info["namespace"])
 
 
-async def _one(request: web.Request, kind: Kind, namespace: str) -> web.StreamResponse:
-    asked = request.match_info["name"]
+def where(
+    request: web.Request, plural: str, asked: str
+) -> tuple[str, str, dict[str, Kube], list[str]]:
+    """`name` or `name@location`: the name, the location named ("" if none), the clients of
+    the Ready locations to ask (only that one, if named) and a warning for each left out.
+    A location named that is not Ready is a 503, one that does not exist a 404."""
     name, _, only = asked.partition("@")
-    wanted = table.negotiate(request.headers.get("Accept"))
-    user = user_of(request)
     clients, warnings = targets(request.app[HUB_CACHE].locations, request.app[FLEET], only or None)
     if only and only not in clients:
         names = {loc["metadata"]["name"] for loc in request.app[HUB_CACHE].locations.cache.values()}
         if only in names:
+            why = next((w for w in warnings if w.startswith(f"location {only} ")), "")
+            detail = why.partition(" left out: ")[2]
             raise errors.unavailable(
-                f"location {only} is not Ready: its objects cannot be read now"
+                f"location {only} is not Ready: its objects cannot be reached now"
+                + (f" ({detail})" if detail else "")
             )
         raise ApiError(
             errors.status(
                 404,
                 "NotFound",
-                f'{kind.plural}.{GROUP} "{asked}" not found: there is no location {only}',
+                f'{plural}.{GROUP} "{asked}" not found: there is no location {only}',
             )
         )
+    return name, only, clients, warnings
+
+
+async def _one(request: web.Request, kind: Kind, namespace: str) -> web.StreamResponse:
+    asked = request.match_info["name"]
+    name, _, clients, warnings = where(request, kind.plural, asked)
+    wanted = table.negotiate(request.headers.get("Accept"))
+    user = user_of(request)
     accept = CHILD_TABLE if wanted.format == "table" else None
     path = kind.path(namespace, name)
 

@@ -33,13 +33,20 @@ class Client:
     cert: Path
     key: Path
 
-    def request(self, method: str, path: str, body: Any = None, timeout: float = 5.0) -> Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        timeout: float = 5.0,
+        content_type: str = "application/json",
+    ) -> Response:
         context = ssl.create_default_context(cafile=str(self.ca))
         context.load_cert_chain(str(self.cert), str(self.key))
         conn = http.client.HTTPSConnection(self.host, self.port, context=context, timeout=timeout)
         try:
             data = None if body is None else json.dumps(body).encode()
-            headers = {"Content-Type": "application/json"} if data else {}
+            headers = {"Content-Type": content_type} if data else {}
             conn.request(method, path, body=data, headers=headers)
             resp = conn.getresponse()
             return Response(resp.status, resp.read())

@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from apiserver import certs as pki
 from kmc_testbed import build, config, kubeconfig
 from kmc_testbed.apiclient import Client
@@ -46,6 +48,20 @@ DEFAULT_CHILDREN: dict[str, dict[str, str]] = {
     "eu-west": {"topology.kubernetes.io/region": "eu", "topology.kubernetes.io/zone": "eu-west-1"},
 }
 NODES_PER_CHILD = 3
+NODE_IP = "127.0.0.1"  # every fake node's InternalIP: where its kwok serves as its kubelet
+# kwok's resources for what a kubelet serves (logs, exec, attach, port-forward), read from
+# the child's API (CRDs the bed installs) so tests can add their own.
+KWOK_KINDS = (
+    "Logs",
+    "ClusterLogs",
+    "Exec",
+    "ClusterExec",
+    "Attach",
+    "ClusterAttach",
+    "PortForward",
+    "ClusterPortForward",
+)
+KWOK_API = "/apis/kwok.x-k8s.io/v1alpha1"
 NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110"}
 # Workload controllers the hub must not run: hub workloads are placed, never run, there.
 HUB_DISABLED_CONTROLLERS = (
@@ -349,7 +365,12 @@ def command(state: State, cluster: Cluster | None, kind: str) -> list[str]:
             "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--node-lease-duration-seconds=40",
+            # Its kubelet-like server: the apiserver dials a node's InternalIP and kubelet
+            # port for logs, exec, attach and port-forward, so the nodes say where it is.
             f"--server-address=127.0.0.1:{port}",
+            f"--node-ip={NODE_IP}",
+            f"--node-port={port}",
+            f"--enable-crds={','.join(KWOK_KINDS)}",
         ]
     raise ValueError(kind)
 
@@ -685,6 +706,11 @@ def up(log: Log, extra: Cluster | None = None) -> State:
     write_files(state)
     # In waves: storage, then the apiservers (all at once), then what talks to them.
     for wave in ({"etcd"}, {"apiserver"}, {"controller-manager", "scheduler", "kwok"}):
+        if "kwok" in wave:
+            for cluster in state.clusters:
+                if cluster.role != HUB:
+                    ensure_kwok_resources(cluster)
+            restart_changed(state, "kwok", log)
         ensure_running(state, [n for n, _, kind in state.components() if kind in wave], log)
     for cluster in state.clusters:
         ensure_user(cluster)
@@ -720,12 +746,102 @@ def ensure_user(cluster: Cluster) -> None:
         raise BedError(f"cannot bind {USER} in {cluster.name}: {resp.body[:300]!r}")
 
 
+def restart_changed(state: State, kind: str, log: Log) -> None:
+    """Stop the running components of this kind whose command line is no longer the one this
+    tree gives them (a bed started by an older checkout), so `ensure_running` starts them as
+    they are now. Only for components that keep nothing of their own, such as kwok."""
+    for name, cluster, each in state.components():
+        if each != kind or not alive(state, name):
+            continue
+        try:
+            running = Path(f"/proc/{state.pids[name]}/cmdline").read_bytes().split(b"\0")[:-1]
+        except OSError:
+            continue
+        if [arg.decode(errors="replace") for arg in running] != command(state, cluster, each):
+            log(f"restarting {name}: its command line has changed")
+            kill(state, name, signal.SIGTERM)
+
+
+def ensure_kwok_resources(cluster: Cluster) -> None:
+    """kwok's CRDs in a child, and what every fake pod answers unless a test says otherwise:
+    its log (and attach) is a file in the child's folder, and exec runs the command on this
+    machine, in that folder. A test's own `Logs`, `Exec` or `PortForward` for one pod comes
+    first (kwok looks for one named after the pod before the cluster-wide ones)."""
+    client = admin_client(cluster)
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    names = []
+    for crd in yaml.safe_load_all((build.KWOK.folder / build.KWOK_CRDS_FILE).read_text()):
+        names.append(crd["metadata"]["name"])
+        resp = client.request("POST", crds, crd)
+        if resp.status not in (201, 409):
+            raise BedError(f"cannot create CRD {names[-1]} in {cluster.name}: {resp.body[:300]!r}")
+
+    def established() -> bool:
+        for name in names:
+            resp = client.request("GET", f"{crds}/{name}")
+            conditions = resp.json().get("status", {}).get("conditions", [])
+            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                return False
+        return True
+
+    wait_for(f"kwok's CRDs in {cluster.name}", established, 60.0, f"{cluster.name}-apiserver")
+    folder = pod_files(cluster)
+    log_file = folder / "pod.log"
+    if not log_file.exists():
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
+        line = f"a fake pod of {cluster.name}, simulated by kwok: this log is {log_file}"
+        log_file.write_text(f"{stamp} stdout F {line}\n")  # the CRI log format kwok reads
+    defaults = (
+        ("clusterlogs", "ClusterLogs", {"logs": [{"logsFile": str(log_file)}]}),
+        ("clusterattaches", "ClusterAttach", {"attaches": [{"logsFile": str(log_file)}]}),
+        ("clusterexecs", "ClusterExec", {"execs": [{"local": {"workDir": str(folder)}}]}),
+    )
+    for plural, kind, spec in defaults:
+        body = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": kind,
+            "metadata": {"name": "kmc-testbed"},
+            "spec": spec,
+        }
+        resp = client.request("POST", f"{KWOK_API}/{plural}", body)
+        if resp.status not in (201, 409):
+            raise BedError(f"cannot create {kind} in {cluster.name}: {resp.body[:300]!r}")
+
+
+def pod_files(cluster: Cluster) -> Path:
+    """Where a child's fake pods live on this machine: their log, and exec's working folder."""
+    folder = cluster.folder / "pods"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def node_status(cluster: Cluster) -> dict[str, Any]:
+    """What a fake node says of where its kubelet is: this child's kwok."""
+    return {
+        "addresses": [{"type": "InternalIP", "address": NODE_IP}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": cluster.ports["kwok"]}},
+    }
+
+
 def ensure_nodes(cluster: Cluster) -> None:
     """Fake nodes of known capacity, managed by this child's kwok."""
     client = admin_client(cluster)
     for i in range(1, NODES_PER_CHILD + 1):
         name = f"{cluster.name}-node-{i}"
-        if client.request("GET", f"/api/v1/nodes/{name}").status == 200:
+        found = client.request("GET", f"/api/v1/nodes/{name}")
+        if found.status == 200:
+            status = found.json().get("status", {})
+            wanted = node_status(cluster)
+            if any(status.get(key) != value for key, value in wanted.items()):
+                # A node made before the bed served streams, or by another kwok port.
+                resp = client.request(
+                    "PATCH",
+                    f"/api/v1/nodes/{name}/status",
+                    {"status": wanted},
+                    content_type="application/merge-patch+json",
+                )
+                if resp.status != 200:
+                    raise BedError(f"cannot update node {name}: {resp.body[:300]!r}")
             continue
         labels = {
             "kubernetes.io/hostname": name,
@@ -742,6 +858,8 @@ def ensure_nodes(cluster: Cluster) -> None:
                 "labels": labels,
                 "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
             },
+            # Where its kubelet is (`node_status`) kwok's node-initialize stage writes from
+            # its --node-ip and --node-port (set here, that stage drops the addresses).
             "status": {
                 "capacity": NODE_CAPACITY,
                 "allocatable": NODE_CAPACITY,

@@ -63,6 +63,22 @@ KWOK_STAGES = (
     "kustomize/stage/pod/fast/pod-complete.yaml",
     "kustomize/stage/pod/fast/pod-delete.yaml",
 )
+# kwok's debugging resources (logs, exec, attach, port-forward of fake pods), as CRDs the
+# children serve so tests can write their own; copied from the same module version.
+KWOK_CRDS = tuple(
+    f"kustomize/crd/bases/kwok.x-k8s.io_{plural}.yaml"
+    for plural in (
+        "logs",
+        "clusterlogs",
+        "execs",
+        "clusterexecs",
+        "attaches",
+        "clusterattaches",
+        "portforwards",
+        "clusterportforwards",
+    )
+)
+KWOK_CRDS_FILE = "kwok-crds.yaml"
 TARGETS = (KUBERNETES, ETCD, KWOK)
 # Not part of the bed (see `krew`); named `kubectl-krew` so kubectl finds it as a plugin.
 KREW = Target("krew", config.KREW_VERSION, ("kubectl-krew",))
@@ -80,6 +96,9 @@ def ensure_built(log: Log) -> None:
     """Build whatever is missing from the cache; a warm cache costs nothing."""
     missing = [t for t in TARGETS if not t.built()]
     if not missing:
+        if not (KWOK.folder / KWOK_CRDS_FILE).is_file():
+            # A kwok built before the bed served streams: its module is still in the cache.
+            _kwok_crds(_go(), KWOK.folder)
         return
     go = _go()
     started = time.monotonic()
@@ -168,7 +187,14 @@ def _build_kwok(go: str, target: Target, log: Log) -> None:
     source = Path(_download(go, "sigs.k8s.io/kwok", target.version)["Dir"])
     stages = [(source / path).read_text().strip() for path in KWOK_STAGES]
     (out / "kwok-stages.yaml").write_text("\n---\n".join(stages) + "\n")
+    _kwok_crds(go, out)
     _promote(out, target)
+
+
+def _kwok_crds(go: str, folder: Path) -> None:
+    source = Path(_download(go, "sigs.k8s.io/kwok", KWOK.version)["Dir"])
+    crds = [(source / path).read_text().strip().removeprefix("---").strip() for path in KWOK_CRDS]
+    (folder / KWOK_CRDS_FILE).write_text("\n---\n".join(crds) + "\n")
 
 
 def _download_gomod(go: str, module: str, version: str) -> str:

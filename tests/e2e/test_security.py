@@ -19,7 +19,7 @@ from apiserver import certs
 from kmc_testbed import bed
 
 from .conftest import Kubectl
-from .test_aggregated import rows, running
+from .test_aggregated import remote_pods, rows, running
 from .test_locations import wait_until as wait_for
 from .test_testbed import deployment
 
@@ -211,7 +211,8 @@ def test_the_built_in_view_and_edit_roles_cover_kubectl_mc(
     installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
     """A service account bound only to the built-in `view` ClusterRole reads the views, their
-    sub-resources and the children's pods; it may not change a strategy; with `edit` it may."""
+    sub-resources, the children's pods and their logs; it may not change a strategy or exec
+    into a pod; with `edit` it may."""
     hub = kubectl["hub"]
     hub.apply(deployment("web", 3), namespace)
     running(hub, namespace, 3)
@@ -237,6 +238,16 @@ def test_the_built_in_view_and_edit_roles_cover_kubectl_mc(
         lambda: len(rows(hub.run("get", "pods.remote.kmc.dev", *as_user).stdout)) == 3,
         60,
     )
+    # A pod's log too, wherever it runs (`view` covers pods/log in the child as well).
+    pod = remote_pods(hub, namespace)[0]["metadata"]["name"]
+    log_path = f"/apis/remote.kmc.dev/v1alpha1/namespaces/{namespace}/pods/{pod}/log"
+    assert "a fake pod of" in hub.run("get", "--raw", log_path, "--as", user).stdout
+
+    def may_exec() -> bool:
+        asked = ["auth", "can-i", "create", "pods.remote.kmc.dev", "--subresource=exec"]
+        return hub.run(*asked, *as_user, check=False).stdout.strip() == "yes"
+
+    assert not may_exec()
     patch = ["--subresource", "strategy", "--type=merge", "-p", '{"spec":{"type":"Split"}}']
     refused = hub.run("patch", "deployments.mc.kmc.dev", "web", *patch, *as_user, check=False)
     assert refused.returncode != 0 and "Forbidden" in refused.stderr
@@ -259,3 +270,4 @@ def test_the_built_in_view_and_edit_roles_cover_kubectl_mc(
         ),
         30,
     )
+    assert may_exec()

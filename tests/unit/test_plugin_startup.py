@@ -85,12 +85,15 @@ def modules_after(*args: str) -> tuple[list[str], str]:
         ("get", "pods", "-A", "-o", "json"),
         ("get", "locations", "--no-headers"),
         ("describe", "deployments", "-n", "demo"),
+        ("exec", "web-1", "-n", "demo", "--", "true"),
     ],
 )
-def test_get_and_describe_use_only_the_standard_library(
+def test_get_describe_and_exec_use_only_the_standard_library(
     api: ApiServer, tmp_path: Path, args: tuple[str, ...]
 ) -> None:
-    modules, printed = modules_after(*args, "--kubeconfig", str(kubeconfig(api, tmp_path)))
+    flags = ("--kubeconfig", str(kubeconfig(api, tmp_path)))
+    end = args.index("--") if "--" in args else len(args)  # exec's command comes after `--`
+    modules, printed = modules_after(*args[:end], *flags, *args[end:])
     assert api.seen and api.seen[0].client == "alice", printed  # it did reach the server
     ours = {"kubectl_mc", "__main__"} | set(sys.stdlib_module_names)
     assert [m for m in modules if m.partition(".")[0] not in ours] == []
@@ -143,3 +146,27 @@ def test_the_quick_parser_reads_lines_as_click_does(command: str, words: list[st
     assert parsed is not None, "a line click reads went to click"
     name, args, values = parsed
     assert name == command and {**values, "args": args} == expected
+
+
+EXEC_WORDS = [
+    "web-1", "web-1@us-east", "sh", "ls", "-la", "--", "-", "", "-i", "-t", "-it", "-ti",
+    "--stdin", "--tty", "--stdin=x", "-c", "app", "-capp", "--container", "--container=app",
+    "-n", "demo", "-ndemo", "--namespace=x", "-in", "--kubeconfig", "/k", "--context=hub",
+    "--request-timeout", "5s", "-x", "--bogus", "-h", "--help", "-it=x",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(EXEC_WORDS), max_size=7))
+def test_the_quick_parser_reads_exec_lines_as_click_does(words: list[str]) -> None:
+    from kubectl_mc.streams_cli import exec_
+
+    expected = clicks(exec_, words)
+    parsed = parse(["exec", *words])
+    if expected is None:
+        assert parsed is None
+        return
+    assert parsed is not None, "a line click reads went to click"
+    name, args, values = parsed
+    expected["args"] = (expected.pop("pod"), *expected.pop("command"))
+    assert name == "exec" and {**values, "args": args} == expected

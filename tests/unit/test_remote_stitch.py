@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from apiserver.api import table
-from apiserver.kube.client import ApiError, _decode
+from apiserver.kube.client import ApiError, decode_answer
 from apiserver.remote import handlers, stitch
 from apiserver.remote.fanout import Answer
 
@@ -75,7 +75,7 @@ def both(
     raw = {name: msgspec.json.encode(body) for name, body in CHILDREN.items()}
     wanted = table.negotiate(handlers.CHILD_TABLE)
     generic = handlers._stitched_table(
-        [Answer(name, _decode(200, body, "GET", "/")) for name, body in raw.items()],
+        [Answer(name, decode_answer(200, body, "GET", "/")) for name, body in raw.items()],
         wanted,
         include,
         limit,
@@ -83,7 +83,7 @@ def both(
         "v0",
     )
     fast = stitch.stitched(
-        [(name, _decode(200, body, "GET", "/", stitch.decode)) for name, body in raw.items()],
+        [(name, decode_answer(200, body, "GET", "/", stitch.decode)) for name, body in raw.items()],
         handlers._LOCATION_DEFINITION,
         "meta.k8s.io/v1",
         include == "Metadata",
@@ -127,7 +127,7 @@ def test_pages_resume_where_the_last_ended() -> None:
 
 def test_what_is_not_a_table_is_a_bad_gateway_answer() -> None:
     with pytest.raises(ApiError) as failure:
-        _decode(200, b'{"kind":"PodList","apiVersion":"v1"}', "GET", "/pods", stitch.decode)
+        decode_answer(200, b'{"kind":"PodList","apiVersion":"v1"}', "GET", "/pods", stitch.decode)
     assert failure.value.code == 502 and "expected a Table" in str(failure.value)
     with pytest.raises(ApiError):
-        _decode(200, b"[1,2", "GET", "/pods", stitch.decode)
+        decode_answer(200, b"[1,2", "GET", "/pods", stitch.decode)

@@ -415,4 +415,30 @@ def test_a_role_about_remote_kmc_dev_becomes_one_about_the_real_groups() -> None
     rules = child_object(everything, entry("Role"), "a", {"a": None})["rules"]
     granted = {(r["apiGroups"][0], res) for r in rules for res in r["resources"]}
     assert ("", "pods") in granted and ("discovery.k8s.io", "endpointslices") in granted
+    assert ("", "pods/exec") in granted  # "*" is every sub-resource too, as RBAC reads it
     assert not any(res == "secrets" for _, res in granted)
+
+
+def test_a_role_about_pod_streams_becomes_one_about_the_childrens_pods() -> None:
+    """The streams impersonate the caller in the child, whose RBAC must say what the hub's
+    says: `pods/log` on the hub is `pods/log` in the child, never more."""
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": hub_metadata("debugger"),
+        "rules": [
+            {
+                "apiGroups": ["remote.kmc.dev"],
+                "resources": ["pods", "pods/log"],
+                "verbs": ["get", "list"],
+            },
+            {"apiGroups": ["remote.kmc.dev"], "resources": ["*/exec"], "verbs": ["create"]},
+            # RBAC has no `pods/*`: it grants nothing on the hub, so nothing in the child.
+            {"apiGroups": ["remote.kmc.dev"], "resources": ["pods/*"], "verbs": ["get"]},
+        ],
+    }
+    child = child_object(role, entry("Role"), "a", {"a": None})
+    assert child["rules"] == [
+        {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]},
+    ]

@@ -102,9 +102,21 @@ def test_every_view_lists_its_sub_resources_with_their_own_kind_and_verbs(plural
     }
 
 
+POD_STREAMS = {
+    "pods/log": ("PodLogOptions", ["get"]),
+    "pods/exec": ("PodExecOptions", ["create", "get"]),
+    "pods/attach": ("PodAttachOptions", ["create", "get"]),
+    "pods/portforward": ("PodPortForwardOptions", ["create", "get"]),
+}
+
+
 def test_resource_list_of_the_punch_through_group() -> None:
     found = entries(REMOTE)
-    assert sorted(found) == sorted(REMOTE_PLURALS)
+    assert sorted(found) == sorted([*REMOTE_PLURALS, *POD_STREAMS])
+    for name, (kind, verbs) in POD_STREAMS.items():
+        # As Kubernetes lists them: the kind of the options, get (and create to connect).
+        assert (found[name]["kind"], found[name]["verbs"]) == (kind, verbs)
+        assert found.pop(name)["singularName"] == ""
     for entry in found.values():
         assert entry["verbs"] == ["get", "list", "watch"]
         assert entry["namespaced"] is True

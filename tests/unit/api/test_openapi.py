@@ -60,11 +60,12 @@ def schemas(node: Any) -> Iterator[Mapping[str, Any]]:
 
 
 def kinds() -> set[tuple[str, str]]:
-    """(group, kind) of every kind we serve: resources, their lists, their sub-resources."""
+    """(group, kind) of every kind we serve: resources, their lists, their sub-resources
+    (but those that stream, whose answer is bytes, not an object of their kind)."""
     found = set()
     for r in RESOURCES:
         found |= {(r.group, r.kind), (r.group, r.list_kind)}
-        found |= {(r.group, sub.kind) for sub in r.subresources}
+        found |= {(r.group, sub.kind) for sub in r.subresources if not sub.stream}
     return found
 
 
@@ -190,7 +191,7 @@ def test_v2_operations_are_valid_swagger() -> None:
         for method, operation in item.items():
             if method == "parameters":
                 continue
-            assert method in ("get", "put", "patch")
+            assert method in ("get", "post", "put", "patch")
             assert all(response["description"] for response in operation["responses"].values())
             for parameter in operation.get("parameters", []):
                 assert parameter["in"] in ("query", "body")
@@ -391,6 +392,36 @@ def test_sub_resource_kinds_are_documented() -> None:
     ]
     assert set(operations) == {"parameters", "get", "put", "patch"}
     assert operations["put"]["x-kubernetes-group-version-kind"] == gvk(MC, "Strategy")
+
+
+def test_pod_streams_are_documented_as_kubernetes_documents_them() -> None:
+    """Connect operations (GET and POST) for exec, attach and portforward, a read for log;
+    each answers a string, takes its options as query parameters, and names the options'
+    kind, which has no schema (Kubernetes has none either)."""
+    document = v3(REMOTE)
+    pods = f"/apis/{REMOTE}/{VERSION}/namespaces/{{namespace}}/pods/{{name}}"
+    log = document["paths"][f"{pods}/log"]
+    assert set(log) == {"parameters", "get"}
+    assert log["get"]["operationId"] == "readRemoteKmcDevV1alpha1NamespacedPodLog"
+    assert log["get"]["x-kubernetes-action"] == "get"
+    assert {p["name"] for p in log["get"]["parameters"]} >= {"container", "follow", "tailLines"}
+    for sub, kind in (
+        ("exec", "PodExecOptions"),
+        ("attach", "PodAttachOptions"),
+        ("portforward", "PodPortForwardOptions"),
+    ):
+        item = document["paths"][f"{pods}/{sub}"]
+        assert set(item) == {"parameters", "get", "post"}
+        for method in ("get", "post"):
+            operation = item[method]
+            assert operation["x-kubernetes-action"] == "connect"
+            assert operation["x-kubernetes-group-version-kind"] == gvk(REMOTE, kind)
+            assert operation["operationId"].startswith(f"connect{method.capitalize()}")
+            schema = operation["responses"]["200"]["content"]["*/*"]["schema"]
+            assert schema == {"type": "string"}
+        assert f"dev.kmc.remote.v1alpha1.{kind}" not in document["components"]["schemas"]
+    exec_query = {p["name"] for p in document["paths"][f"{pods}/exec"]["get"]["parameters"]}
+    assert exec_query == {"command", "container", "stdin", "stdout", "stderr", "tty"}
 
 
 def test_every_field_has_a_description() -> None:
