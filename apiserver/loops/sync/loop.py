@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,10 @@ class Settings:
     workers: int = 32  # mostly waiting on the hub and the children
     cleanup_retry: float = 5.0  # a child we could not delete yet is tried again this often
     count_interval: float = 2.0  # how often each Location's `status.objects` is brought up to date
+    # A count that only moved (objects coming and going) is written at most this often; a
+    # new Location generation (a cordon), a count of 0, or any count of a cordoned location
+    # (a drain shows its progress) at once.
+    count_quiet: float = 30.0
     patience: float = 2.0  # longest a worker waits for one child write
     per_location: int = 8  # child writes at once in one location, at most
     # A fold that only moves counters partway (pods starting, one child ahead of another) is
@@ -175,7 +180,9 @@ class SyncLoop:
 
     async def _report_counts(self) -> None:
         """Keep each Location's `status.objects` true, so `kubectl mc unjoin` knows when a
-        drained location holds nothing of ours any more."""
+        drained location holds nothing of ours any more. Every write is a hub write: a count
+        that merely moved waits `count_quiet`; what a drain waits for goes at once."""
+        written: dict[str, float] = {}  # location -> when we last wrote its count
         while True:
             await asyncio.sleep(self.settings.count_interval)
             await self.leadership.leading.wait()
@@ -187,12 +194,17 @@ class SyncLoop:
                 # The generation says "counted after this spec": a drain waits for a count
                 # taken after its cordon, never one from before.
                 fresh = {"objects": count, "observedGeneration": location["metadata"]["generation"]}
-                status = location.get("status") or {}
-                if {k: status.get(k) for k in fresh} != fresh:
-                    with contextlib.suppress(ApiError):
-                        await self.hub.merge_patch(
-                            f"/apis/kmc.dev/v1alpha1/locations/{name}/status", {"status": fresh}
-                        )
+                now = time.monotonic()
+                if not count_due(
+                    location, fresh, written.get(name), now, self.settings.count_quiet
+                ):
+                    continue
+                with contextlib.suppress(ApiError):
+                    answer = await self.hub.merge_patch(
+                        f"/apis/kmc.dev/v1alpha1/locations/{name}/status", {"status": fresh}
+                    )
+                    written[name] = now
+                    await self.cache.locations.observe(answer)
 
     # -- looking at one object ----------------------------------------------------------
 
@@ -289,6 +301,23 @@ class SyncLoop:
                 if not self.children.watches[loc].namespace_has_workloads(namespace)
             }
         return dict(placement), leaving, ()
+
+
+def count_due(location: Obj, fresh: Obj, written: float | None, now: float, quiet: float) -> bool:
+    """Is the Location's count (`fresh`: objects, observedGeneration) to be written now? Not
+    when the hub has it; at once for what a drain waits for (a count after a new generation,
+    a count of 0) and while it is cordoned (a drain shows its progress); otherwise at most
+    once per `quiet` seconds since we last wrote it (`written`, None: not since we started)."""
+    status = location.get("status") or {}
+    if {k: status.get(k) for k in fresh} == fresh:
+        return False
+    return (
+        written is None
+        or now - written >= quiet
+        or status.get("observedGeneration") != fresh["observedGeneration"]
+        or fresh["objects"] == 0
+        or bool((location.get("spec") or {}).get("unschedulable"))
+    )
 
 
 class Progress:
