@@ -230,7 +230,9 @@ class SyncLoop:
             return
         if not handed:
             # A handed-over placement's own write brings the finalizer.
-            await hubwrites.add_finalizer(self.hub, kind, hub, CLEANUP)
+            added = await hubwrites.add_finalizer(self.hub, kind, hub, CLEANUP)
+            if added is not None:
+                await self.cache.observe(kind.key, added)
         stale = self.progress.stale()
         shares, deletable, waiting = self._handover(kind, hub, placement, children, stale)
         applied = await asyncio.gather(
@@ -245,6 +247,9 @@ class SyncLoop:
             # Folded when the hub has the placement, a moment later; the move shows now.
             self.folder.show_move(key, hub, None, waiting)
         elif kind.folds:
+            # What the applies above made is in the watches already (their answers are taken
+            # at once): the fold says so, rather than a child "not created yet".
+            children = self.children.of(key, hub["metadata"]["uid"])
             await self.folder.fold(key, kind, hub, children, placement, stale, waiting)
         failed = [loc for loc, ok in zip(sorted(shares), applied, strict=True) if not ok]
         if failed:
