@@ -87,7 +87,13 @@ class SyncLoop:
         self.bounded = Bounded(leadership, self.queue.add, settings.patience, settings.per_location)
         self.applier = Applier(cache, self.children, self.records, recorder)
         self.folder = Folder(
-            self.hub, self.records, recorder, self.queue.add_after, settings.fold_hold
+            self.hub,
+            self.records,
+            recorder,
+            self.queue.add_after,
+            settings.fold_hold,
+            handoff,
+            cache.observe,
         )
         self.cleaner = Cleaner(
             cache,
@@ -226,7 +232,11 @@ class SyncLoop:
             await self.cleaner.hub_object_going(key, kind, hub, children)
             return
         placement, handed = self._placement(key, hub)
-        if (not placement and not children) or not kind.syncable(hub):
+        if not kind.syncable(hub):
+            return
+        if not placement and not children:
+            if kind.folds:
+                await self.folder.placed_alone(key, kind, hub)
             return
         if not handed:
             # A handed-over placement's own write brings the finalizer.
