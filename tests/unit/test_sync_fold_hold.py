@@ -2,9 +2,10 @@
 
 Every status write is a write on the user's hub: while pods start, the children's statuses
 change a handful of times per object. A status whose counters are still on their way is
-written at most once per `fold_hold`; a condition that flips, a new observedGeneration or
-counters that reached spec.replicas are written at once, so `kubectl wait` and
-`kubectl rollout status` see them as soon as the children do.
+written at most once per hold (a second, longer while our status writes are slow); a
+condition that flips, a new observedGeneration or counters that reached spec.replicas are
+written at once, so `kubectl wait` and `kubectl rollout status` see them as soon as the
+children do.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import aiohttp
 from apiserver.kinds import DEPLOYMENT, Key
 from apiserver.kube import events
 from apiserver.kube.client import Credentials, Kube
-from apiserver.loops.sync.fold import Folder, _partway
+from apiserver.loops.sync.fold import Folder, Hold, _partway
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
 
@@ -92,7 +93,9 @@ async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
     records = Records()
     later: list[tuple[Key, float]] = []
     recorder = events.Recorder(hub, "test")
-    folder = Folder(hub, records, recorder, lambda key, delay: later.append((key, delay)), 60.0)
+    folder = Folder(
+        hub, records, recorder, lambda key, delay: later.append((key, delay)), Hold(60.0)
+    )
     obj: Obj = {
         "kind": "Deployment",
         "apiVersion": "apps/v1",
@@ -115,3 +118,41 @@ async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
     await fold(3)
     assert len(hub.writes) == 2  # Available: at once
     assert hub.writes[-1]["status"]["availableReplicas"] == 3
+
+
+async def test_a_new_objects_first_status_waits_for_its_children_to_report() -> None:
+    """Written before the children's controllers have seen them, it would say "on its way",
+    and the next write, a moment later, what they say."""
+    hub = Hub()
+    records = Records()
+    later: list[float] = []
+    folder = Folder(
+        hub, records, events.Recorder(hub, "test"), lambda _, d: later.append(d), Hold(5.0)
+    )
+    obj: Obj = {
+        "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "metadata": {"name": "web", "namespace": "demo", "uid": "u1", "generation": 1},
+        "spec": {"replicas": 3},
+    }
+    records.of(KEY).applied["us-east"] = (1, 1)
+    fresh = {"metadata": {"name": "web", "namespace": "demo", "generation": 1}}
+    await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": fresh}, {"us-east": 3}, {}, ())
+    assert hub.writes == [] and later == [5.0]
+    await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": child(0)}, {"us-east": 3}, {}, ())
+    assert len(hub.writes) == 1  # its controller has seen it: now
+
+
+def test_the_hold_follows_our_status_writes_latency_within_its_bounds() -> None:
+    """Twenty times what our status writes take lately, between one second and ten: a hub
+    slow to answer has no room for writes that say little."""
+    hold = Hold(1.0, 10.0)
+    assert hold.seconds == 1.0
+    hold.took(0.01)
+    assert hold.seconds == 1.0
+    for _ in range(30):
+        hold.took(0.2)
+    assert 3.9 < hold.seconds <= 4.0
+    for _ in range(30):
+        hold.took(5.0)
+    assert hold.seconds == 10.0

@@ -18,7 +18,7 @@ from apiserver.kube.client import Credentials, Kube
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.placement.records import Records as PlacementRecords
 from apiserver.loops.placement.writes import Writer
-from apiserver.loops.sync.fold import Folder
+from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
 
@@ -102,7 +102,7 @@ class Loops:
             self.records,
             events.Recorder(self.hub, "test"),
             lambda _, delay: self.later.append(delay),
-            hold,
+            Hold(hold),
             self.handoff,
             self.observe,
         )

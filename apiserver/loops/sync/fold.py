@@ -2,8 +2,10 @@
 
 The fold itself is pure (`sync/status.py`, with the kind's rules); this writes it, and only
 when it says something new: a status that moves only counters partway to `spec.replicas` is
-written at most once per `hold` seconds per object, while a changed condition, a new
-`observedGeneration` or counters that arrived are written at once.
+written at most once per hold per object, while a changed condition, a new
+`observedGeneration` or counters that arrived are written at once. The hold is twenty times
+what our status writes have been taking lately, within a floor and a ceiling (`Hold`): a hub
+slow to answer is a hub with no room for writes that say little.
 
 This is the one writer of a hub object's status: the `kmc.dev/Placed` condition the
 placement loop decided (`loops/handoff.py`) goes with the next fold, or alone when there is
@@ -50,6 +52,23 @@ async def _unobserved(_: str, __: Obj) -> None:
     return None
 
 
+class Hold:
+    """How long a status that only moves counters partway waits after the object's last
+    status write: `factor` times the recent latency of our status writes, within
+    [`least`, `most`] seconds. The latency is a moving average over the last writes."""
+
+    def __init__(self, least: float, most: float = 10.0, factor: float = 20.0) -> None:
+        self.least, self.most, self.factor = least, max(least, most), factor
+        self.latency: float | None = None
+
+    def took(self, seconds: float) -> None:
+        self.latency = seconds if self.latency is None else 0.8 * self.latency + 0.2 * seconds
+
+    @property
+    def seconds(self) -> float:
+        return min(self.most, max(self.least, self.factor * (self.latency or 0.0)))
+
+
 class Folder:
     def __init__(
         self,
@@ -57,7 +76,7 @@ class Folder:
         records: Records,
         recorder: events.Recorder,
         again: Callable[[Key, float], None],
-        hold: float,
+        hold: Hold,
         handoff: Handoff | None = None,
         observe: Observe = _unobserved,
     ) -> None:
@@ -102,7 +121,15 @@ class Folder:
         if not _differs(current, status):
             self._written(key, pending)
             return
-        moment, last, hold = time.monotonic(), record.folded, self.hold
+        moment, last, hold = time.monotonic(), record.folded, self.hold.seconds
+        if last is None and not current and not _reported(seen, placement):
+            # A new object's first status waits (a hold at most) for its children's first
+            # word: written at once, it would say "on its way", and the next one, a moment
+            # later, what the children say.
+            record.first_look = record.first_look or moment
+            if moment - record.first_look < hold:
+                self.again(key, record.first_look + hold - moment)
+                return
         if last is not None and moment - last < hold and _partway(current, status, hub):
             # Each such write is a hub write the user's own writes queue behind (a burst of
             # creates brings a handful per object); the settled status is not held.
@@ -128,7 +155,11 @@ class Folder:
         meta = hub["metadata"]
         path = kind.path(meta["namespace"], meta["name"], "status")
         body = status_body(hub, status, kind.whole_conditions)
-        answer = await self.hub.apply(path, body, manager)
+        started = time.monotonic()
+        try:
+            answer = await self.hub.apply(path, body, manager)
+        finally:
+            self.hold.took(time.monotonic() - started)
         await self.observe(kind.key, answer)
 
     def _written(self, key: Key, pending: Obj | None) -> None:
@@ -178,6 +209,11 @@ def _differs(current: Obj, new: Obj) -> bool:
         elif current.get(field) != value:
             return True
     return False
+
+
+def _reported(seen: Mapping[str, Obj | None], placement: Placement) -> bool:
+    """Has every placed child a status of its own yet (its controller has seen it)?"""
+    return all((child := seen.get(loc)) is not None and child.get("status") for loc in placement)
 
 
 def _partway(current: Obj, new: Obj, hub: Obj) -> bool:

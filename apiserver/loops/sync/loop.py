@@ -39,7 +39,7 @@ from apiserver.loops.sync.apply import Applier
 from apiserver.loops.sync.bounded import Bounded
 from apiserver.loops.sync.children import Children
 from apiserver.loops.sync.cleanup import Cleaner
-from apiserver.loops.sync.fold import Folder
+from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
 from apiserver.placement.engine import Verdict
@@ -60,9 +60,11 @@ class Settings:
     patience: float = 2.0  # longest a worker waits for one child write
     per_location: int = 8  # child writes at once in one location, at most
     # A fold that only moves counters partway (pods starting, one child ahead of another) is
-    # written at most this often per object; a changed condition, a new observedGeneration
-    # or counters that reached spec.replicas are written at once.
+    # written at most this often per object, or 20 times as long as our status writes take
+    # lately, up to `fold_hold_most`; a changed condition, a new observedGeneration or
+    # counters that reached spec.replicas are written at once.
     fold_hold: float = 1.0
+    fold_hold_most: float = 10.0
 
 
 class SyncLoop:
@@ -91,7 +93,7 @@ class SyncLoop:
             self.records,
             recorder,
             self.queue.add_after,
-            settings.fold_hold,
+            Hold(settings.fold_hold, settings.fold_hold_most),
             handoff,
             cache.observe,
         )
