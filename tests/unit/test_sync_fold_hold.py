@@ -156,3 +156,40 @@ def test_the_hold_follows_our_status_writes_latency_within_its_bounds() -> None:
     for _ in range(30):
         hold.took(5.0)
     assert hold.seconds == 10.0
+
+
+async def test_a_partway_status_after_a_quiet_while_waits_a_hold_too() -> None:
+    """Counters that move long after the last write still wait: the settled status, coming
+    soon after, is then the one write instead of two."""
+    hub = Hub()
+    records = Records()
+    later: list[float] = []
+    folder = Folder(
+        hub, records, events.Recorder(hub, "test"), lambda _, d: later.append(d), Hold(5.0)
+    )
+    obj: Obj = {
+        "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "metadata": {"name": "web", "namespace": "demo", "uid": "u1", "generation": 1},
+        "spec": {"replicas": 3},
+    }
+    records.of(KEY).applied["us-east"] = (1, 1)
+
+    async def fold(ready: int) -> None:
+        await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": child(ready)}, {"us-east": 3}, {}, ())
+        if hub.writes:
+            obj["status"] = hub.writes[-1]["status"]
+
+    await fold(0)
+    record = records.of(KEY)
+    assert record.folded is not None
+    record.folded -= 100  # a long quiet since
+    await fold(1)
+    assert len(hub.writes) == 1 and 4.9 < later[-1] <= 5.0  # held from now, not from then
+    assert record.partway is not None
+    record.partway -= 5  # the hold is up: the latest goes
+    await fold(2)
+    assert len(hub.writes) == 2 and hub.writes[-1]["status"]["availableReplicas"] == 2
+    assert record.partway is None
+    await fold(3)  # settled: at once, held by nothing
+    assert len(hub.writes) == 3 and hub.writes[-1]["status"]["availableReplicas"] == 3

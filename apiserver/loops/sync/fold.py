@@ -1,11 +1,12 @@
 """Folding the children's status into the hub object's, and showing a move as it goes.
 
 The fold itself is pure (`sync/status.py`, with the kind's rules); this writes it, and only
-when it says something new: a status that moves only counters partway to `spec.replicas` is
-written at most once per hold per object, while a changed condition, a new
-`observedGeneration` or counters that arrived are written at once. The hold is twenty times
-what our status writes have been taking lately, within a floor and a ceiling (`Hold`): a hub
-slow to answer is a hub with no room for writes that say little.
+when it says something new: a status that moves only counters partway to `spec.replicas`
+waits a hold (after the object's last status write, and after it was first seen), while a
+changed condition, a new `observedGeneration` or counters that arrived are written at once
+and take its place. The hold is twenty times what our status writes have been taking lately,
+within a floor and a ceiling (`Hold`): a hub slow to answer is a hub with no room for writes
+that say little.
 
 This is the one writer of a hub object's status: the `kmc.dev/Placed` condition the
 placement loop decided (`loops/handoff.py`) goes with the next fold, or alone when there is
@@ -119,6 +120,7 @@ class Folder:
             status["conditions"] = sorted(conditions, key=lambda c: str(c["type"]))
         current = hub.get("status") or {}
         if not _differs(current, status):
+            record.partway = None
             self._written(key, pending)
             return
         moment, last, hold = time.monotonic(), record.folded, self.hold.seconds
@@ -130,13 +132,18 @@ class Folder:
             if moment - record.first_look < hold:
                 self.again(key, record.first_look + hold - moment)
                 return
-        if last is not None and moment - last < hold and _partway(current, status, hub):
+        if last is not None and _partway(current, status, hub):
             # Each such write is a hub write the user's own writes queue behind (a burst of
-            # creates brings a handful per object); the settled status is not held.
-            self.again(key, last + hold - moment)
-            return
+            # creates brings a handful per object). It waits a hold from the last write and
+            # from when it was first seen, so what follows soon (the settled status, not
+            # held) goes in its place; the object is looked at again when the hold is up.
+            record.partway = record.partway or moment
+            due = max(last, record.partway) + hold
+            if moment < due:
+                self.again(key, due - moment)
+                return
         await self._write(kind, hub, status, SYNC_MANAGER)
-        record.folded = time.monotonic()
+        record.folded, record.partway = time.monotonic(), None
         self._written(key, pending)
 
     async def placed_alone(self, key: Key, kind: Kind, hub: Obj) -> None:
