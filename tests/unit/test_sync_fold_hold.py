@@ -14,12 +14,13 @@ from typing import Any, cast
 
 import aiohttp
 
-from apiserver.kinds import DEPLOYMENT, Key
+from apiserver.kinds import DEPLOYMENT, JOB, Key
 from apiserver.kube import events
 from apiserver.kube.client import Credentials, Kube
 from apiserver.loops.sync.fold import Folder, Hold, _partway
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
+from apiserver.sync.status import reported
 
 KEY = Key("Deployment", "demo", "web")
 
@@ -193,3 +194,25 @@ async def test_a_partway_status_after_a_quiet_while_waits_a_hold_too() -> None:
     assert record.partway is None
     await fold(3)  # settled: at once, held by nothing
     assert len(hub.writes) == 3 and hub.writes[-1]["status"]["availableReplicas"] == 3
+
+
+def test_a_child_is_reported_once_its_controller_has_seen_its_generation() -> None:
+    """A Deployment controller's first word is a Progressing condition, its observedGeneration
+    the next; a Job's status never says one, so a status of its own is its word."""
+    rules = DEPLOYMENT.fold_rules
+    assert rules is not None and JOB.fold_rules is not None
+    meta = {"name": "web", "namespace": "demo", "generation": 2}
+    fresh: Obj = {"metadata": meta}
+    progressing: Obj = {"metadata": meta, "status": {"conditions": [{"type": "Progressing"}]}}
+    behind: Obj = {"metadata": meta, "status": {"observedGeneration": 1}}
+    seen: Obj = {"metadata": meta, "status": {"observedGeneration": 2}}
+    one = {"us-east": 1}
+    assert not reported(rules, {"us-east": None}, one)
+    assert not reported(rules, {"us-east": fresh}, one)
+    assert not reported(rules, {"us-east": progressing}, one)
+    assert not reported(rules, {"us-east": behind}, one)
+    assert reported(rules, {"us-east": seen}, one)
+    assert not reported(rules, {"us-east": seen}, {"us-east": 1, "eu-west": 1})
+    started: Obj = {"metadata": meta, "status": {"active": 1}}
+    assert reported(JOB.fold_rules, {"us-east": started}, one)
+    assert not reported(JOB.fold_rules, {"us-east": fresh}, one)

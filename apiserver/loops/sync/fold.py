@@ -42,7 +42,7 @@ from apiserver.kube.client import Kube
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
-from apiserver.sync.status import fold
+from apiserver.sync.status import fold, reported
 
 _COUNTERS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
 
@@ -124,10 +124,10 @@ class Folder:
             self._written(key, pending)
             return
         moment, last, hold = time.monotonic(), record.folded, self.hold.seconds
-        if last is None and not current and not _reported(seen, placement):
-            # A new object's first status waits (a hold at most) for its children's first
-            # word: written at once, it would say "on its way", and the next one, a moment
-            # later, what the children say.
+        if last is None and not current and not reported(kind.fold_rules, seen, placement):
+            # A new object's first status waits (a hold at most) for its children's
+            # controllers to have seen them: written at once, it would say "on its way", and
+            # the next one, a moment later, what the children say.
             record.first_look = record.first_look or moment
             if moment - record.first_look < hold:
                 self.again(key, record.first_look + hold - moment)
@@ -216,11 +216,6 @@ def _differs(current: Obj, new: Obj) -> bool:
         elif current.get(field) != value:
             return True
     return False
-
-
-def _reported(seen: Mapping[str, Obj | None], placement: Placement) -> bool:
-    """Has every placed child a status of its own yet (its controller has seen it)?"""
-    return all((child := seen.get(loc)) is not None and child.get("status") for loc in placement)
 
 
 def _partway(current: Obj, new: Obj, hub: Obj) -> bool:
