@@ -46,6 +46,13 @@ def test_counters_on_their_way_are_partway() -> None:
     assert _partway(status(3, 1), status(3, 2), HUB)
 
 
+def test_words_alone_moving_after_the_end_are_partway() -> None:
+    """A child's Progressing reason changes once its rollout is done: nothing to wait for."""
+    done = status(3, 3, "True")
+    reworded = {**done, "conditions": [{**done["conditions"][0], "message": "all good"}]}
+    assert _partway(done, reworded, HUB)
+
+
 def test_a_flipped_condition_a_new_generation_or_the_end_are_not() -> None:
     assert not _partway(status(3, 2), status(3, 3, "True"), HUB)
     assert not _partway(status(3, 1), status(3, 2, generation=2), HUB)

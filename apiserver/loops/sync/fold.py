@@ -219,9 +219,11 @@ def _differs(current: Obj, new: Obj) -> bool:
 
 
 def _partway(current: Obj, new: Obj, hub: Obj) -> bool:
-    """Does `new` differ from `current` only in counters on their way to spec.replicas (and
-    the messages that count them)? Such a status may wait; one that a user or
-    `kubectl wait`/`rollout status` acts on may not, nor a new word on where it is placed."""
+    """Does `new` differ from `current` only in counters on their way to spec.replicas, or
+    in words (messages, reasons)? Such a status may wait; one that a user or
+    `kubectl wait`/`rollout status` acts on may not (a condition's status, a new
+    observedGeneration, counters arriving at spec.replicas), nor a new word on where it is
+    placed."""
     if current.get("observedGeneration") != new.get("observedGeneration"):
         return False
 
@@ -238,5 +240,9 @@ def _partway(current: Obj, new: Obj, hub: Obj) -> bool:
     if where(current) != where(new):
         return False  # where it is placed: said at once
     wanted = (hub.get("spec") or {}).get("replicas")
-    counters = [new.get(field, 0) for field in _COUNTERS if field in new or field in current]
-    return not (isinstance(wanted, int) and counters and all(c == wanted for c in counters))
+    fields = [field for field in _COUNTERS if field in new or field in current]
+    counters = [new.get(field, 0) for field in fields]
+    arrived = isinstance(wanted, int) and bool(counters) and all(c == wanted for c in counters)
+    # Arrived just now, not there already: a settled status whose messages alone move (a
+    # child's Progressing reason once its rollout is done) may wait like any other.
+    return not (arrived and counters != [current.get(field, 0) for field in fields])
