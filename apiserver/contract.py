@@ -35,12 +35,12 @@ PLACED_ELSEWHERE = "kmc.dev/placed-elsewhere"
 # The sync loop's finalizer: the children are deleted before the hub object goes.
 CLEANUP = "kmc.dev/cleanup"
 # Conditions on hub objects.
-PLACED = "kmc.dev/Placed"  # the placement loop's: where, or why nowhere
+PLACED = "kmc.dev/Placed"  # where, or why nowhere: the placement loop decides, sync writes
 SYNCED = "kmc.dev/Synced"  # the sync loop's: every placed child there and current
 
 # Field managers and Event sources: who wrote what, in managedFields and in Events.
-PLACEMENT_MANAGER = "kmc-placement"  # the placement annotation, the Placed condition
-SYNC_MANAGER = "kmc-sync"  # the children, the folded status
+PLACEMENT_MANAGER = "kmc-placement"  # its Events; the Placed condition when no fold carries it
+SYNC_MANAGER = "kmc-sync"  # the children, the folded status (with the Placed condition)
 
 # The hub's own business stays on the hub.
 NEVER_PLACED = frozenset({"kube-system", "kube-public", "kube-node-lease", "kmc-system"})

@@ -117,7 +117,8 @@ POD = Kind(
     default_type="Single",
     syncable=bare,
     share=_pod_share,
-    fold_rules=Rules(fields=_pod_fields),
+    # A Pod's observedGeneration is its kubelet's, and not every kubelet writes one.
+    fold_rules=Rules(fields=_pod_fields, observes_generation=False),
     # log, exec, attach and portforward: served by the child that holds the pod (streams).
     remote=Remote("pod", "pods", "core v1", ("log", "exec", "attach", "portforward")),
 )

@@ -246,7 +246,10 @@ JOB = Kind(
     default_type="Split",
     size=_size,
     share=_share,
-    fold_rules=Rules(fields=_fields, conditions=_conditions, settle=_settle),
+    # A Job's status has no observedGeneration: a status of its own is its controller's word.
+    fold_rules=Rules(
+        fields=_fields, conditions=_conditions, settle=_settle, observes_generation=False
+    ),
     counts=("ready", "succeeded"),
     change=_change,
     whole_conditions=True,

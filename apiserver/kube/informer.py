@@ -332,6 +332,12 @@ class Informer:
                 if old is not None and old["metadata"].get("resourceVersion") == version:
                     self._advance(version, written=False)
                     continue  # seen already, through `observe`
+                if old is not None and _newer(old, obj):
+                    # An earlier write of an object whose later version `observe` took (two
+                    # writes of ours crossing): the cache must not go back in time, or whoever
+                    # reads it writes again what the hub already has.
+                    self._advance(version, written=False)
+                    continue
                 self.cache[key] = obj
             await self._emit(kind, obj, old)
             self._advance(version)

@@ -35,9 +35,11 @@ async def annotate(
     return await hub.merge_patch(path, patch)
 
 
-async def add_finalizer(hub: Kube, kind: Kind, obj: Obj, finalizer: str) -> None:
-    if finalizer not in (obj["metadata"].get("finalizers") or []):
-        await annotate(hub, kind, obj, {}, finalizer)
+async def add_finalizer(hub: Kube, kind: Kind, obj: Obj, finalizer: str) -> Obj | None:
+    """Add `finalizer` if `obj` lacks it; the answer, None when nothing was written."""
+    if finalizer in (obj["metadata"].get("finalizers") or []):
+        return None
+    return await annotate(hub, kind, obj, {}, finalizer)
 
 
 async def remove_finalizer(hub: Kube, kind: Kind, obj: Obj, finalizer: str) -> None:

@@ -73,6 +73,8 @@ class Rules:
     # The last word on fields, once the conditions are known: (status, conditions).
     settle: Callable[[Obj, list[Condition]], None] | None = None
     update_time: bool = False  # its conditions carry lastUpdateTime too
+    # Its children's status says which generation their controller saw (observedGeneration).
+    observes_generation: bool = True
 
 
 def fold(
@@ -107,6 +109,24 @@ def fold(
         rules.settle(status, conditions)
     status["conditions"] = _stamped(conditions, previous, now, rules.update_time)
     return dict(sorted(status.items()))
+
+
+def reported(
+    rules: Rules, children: Mapping[str, ReadOnly | None], placement: Mapping[str, int | None]
+) -> bool:
+    """Has every placed child's controller seen it: a status of its own, and, for kinds whose
+    status says so, the child's generation observed?"""
+    for location in placement:
+        child = children.get(location)
+        status = status_of(child) if child is not None else {}
+        if not status:
+            return False
+        if rules.observes_generation:
+            observed = as_int(status.get("observedGeneration"))
+            generation = as_int(mapping(child.get("metadata")).get("generation")) if child else None
+            if observed is None or (generation is not None and observed < generation):
+                return False
+    return True
 
 
 # --- counters and generations -----------------------------------------------------------------

@@ -70,9 +70,14 @@ def test_a_gated_deployment_waits_unplaced_until_its_last_gate_goes(
     placement = wait_placement(hub, "deployment", "web", namespace)
     # Placed in one step: the first placement is already the whole of it.
     assert placement == {"eu-west": 1, "us-east": 1, "us-west": 1}
-    assert wait_condition_reason(hub, "web", namespace, "Placed")["status"] == "True"
+    placed = wait_condition_reason(hub, "web", namespace, "Placed")
+    assert placed["status"] == "True"
+    assert placed["message"] == "eu-west=1, us-east=1, us-west=1"
+    # Rolled out: any later decision, and its Event, would have come by now.
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=90s")
     reasons = [e["reason"] for e in events_of(hub, namespace, "web")]
-    assert "Placed" in reasons and "Rebalanced" not in reasons and "SpilledOver" not in reasons
+    assert "Rebalanced" not in reasons and "SpilledOver" not in reasons, reasons
+    assert placement_of(hub, "deployment", "web", namespace) == placement
 
 
 def test_a_malformed_gate_list_places_nothing_and_says_why(

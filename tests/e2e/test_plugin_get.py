@@ -83,6 +83,9 @@ def test_a_subresource_over_a_list_and_describe(
     installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
     hub = kubectl["hub"]
+    # Scaled up after its first placement: a third location gets a share, and the hub's
+    # Event says so (a first placement has none; its condition says where).
+    placed(hub, namespace, "web", 2)
     web = placed(hub, namespace, "web", 3)
     api = placed(hub, namespace, "api", 2)
 
@@ -117,7 +120,7 @@ def test_a_subresource_over_a_list_and_describe(
     verdicts = lines[lines.index("Verdicts:") + 3 : lines.index("Conditions:")]
     assert {line.split()[0] for line in verdicts} >= set(web)
     events = lines[lines.index("Events:") + 3 :]
-    assert any(e.split()[:3] == ["(hub)", "Normal", "Placed"] for e in events)
+    assert any(e.split()[:3] == ["(hub)", "Normal", "SpilledOver"] for e in events), events
     assert {e.split()[0] for e in events if "pod/web-" in e} <= set(web)
     assert any("pod/web-" in e for e in events)
     assert not any("/api" in e for e in events)

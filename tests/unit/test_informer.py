@@ -1,5 +1,6 @@
 """The informer's cache stays the server's view: a late answer to our own write does not bring
-back an object the watch saw deleted, and a watch that fails in a way nobody foresaw relists
+back an object the watch saw deleted, the watch does not take the cache back past an answer
+already taken, and a watch that fails in a way nobody foresaw relists
 instead of leaving the cache frozen."""
 
 from __future__ import annotations
@@ -70,6 +71,24 @@ async def test_a_late_answer_does_not_bring_back_a_deleted_object() -> None:
         assert seen == [("ADDED", "10"), ("DELETED", "12")]
         # Made again under the same name: its own answer is news, and is taken.
         await informer.observe(obj("web", 13))
+        assert informer.get("ns/web") == obj("web", 13)
+    finally:
+        task.cancel()
+
+
+async def test_an_answer_taken_early_is_not_undone_by_the_watch() -> None:
+    """Two of our writes cross: the answer to the second (12) is taken before the watch
+    brings the first (11). The cache keeps 12; then the watch's own 12 is not news."""
+    gate = asyncio.Event()
+    events = [{"type": "MODIFIED", "object": obj("web", v)} for v in (11, 12, 13)]
+    kube = FakeKube([obj("web", 10)], [[gate, *events]])
+    seen: list[tuple[str, str]] = []
+    informer, task = await started(kube, seen)
+    try:
+        await informer.observe(obj("web", 12))
+        gate.set()
+        await asyncio.sleep(0.05)
+        assert seen == [("ADDED", "10"), ("MODIFIED", "12"), ("MODIFIED", "13")]
         assert informer.get("ns/web") == obj("web", 13)
     finally:
         task.cancel()

@@ -2,9 +2,10 @@
 
 Every status write is a write on the user's hub: while pods start, the children's statuses
 change a handful of times per object. A status whose counters are still on their way is
-written at most once per `fold_hold`; a condition that flips, a new observedGeneration or
-counters that reached spec.replicas are written at once, so `kubectl wait` and
-`kubectl rollout status` see them as soon as the children do.
+written at most once per hold (a second, longer while our status writes are slow); a
+condition that flips, a new observedGeneration or counters that reached spec.replicas are
+written at once, so `kubectl wait` and `kubectl rollout status` see them as soon as the
+children do.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from typing import Any, cast
 
 import aiohttp
 
-from apiserver.kinds import DEPLOYMENT, Key
+from apiserver.kinds import DEPLOYMENT, JOB, Key
 from apiserver.kube import events
 from apiserver.kube.client import Credentials, Kube
-from apiserver.loops.sync.fold import Folder, _partway
+from apiserver.loops.sync.fold import Folder, Hold, _partway
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
+from apiserver.sync.status import reported
 
 KEY = Key("Deployment", "demo", "web")
 
@@ -42,6 +44,13 @@ HUB = {"metadata": {"generation": 1}, "spec": {"replicas": 3}}
 def test_counters_on_their_way_are_partway() -> None:
     assert _partway(status(3, 0), status(3, 1), HUB)
     assert _partway(status(3, 1), status(3, 2), HUB)
+
+
+def test_words_alone_moving_after_the_end_are_partway() -> None:
+    """A child's Progressing reason changes once its rollout is done: nothing to wait for."""
+    done = status(3, 3, "True")
+    reworded = {**done, "conditions": [{**done["conditions"][0], "message": "all good"}]}
+    assert _partway(done, reworded, HUB)
 
 
 def test_a_flipped_condition_a_new_generation_or_the_end_are_not() -> None:
@@ -92,7 +101,9 @@ async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
     records = Records()
     later: list[tuple[Key, float]] = []
     recorder = events.Recorder(hub, "test")
-    folder = Folder(hub, records, recorder, lambda key, delay: later.append((key, delay)), 60.0)
+    folder = Folder(
+        hub, records, recorder, lambda key, delay: later.append((key, delay)), Hold(60.0)
+    )
     obj: Obj = {
         "kind": "Deployment",
         "apiVersion": "apps/v1",
@@ -115,3 +126,100 @@ async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
     await fold(3)
     assert len(hub.writes) == 2  # Available: at once
     assert hub.writes[-1]["status"]["availableReplicas"] == 3
+
+
+async def test_a_new_objects_first_status_waits_for_its_children_to_report() -> None:
+    """Written before the children's controllers have seen them, it would say "on its way",
+    and the next write, a moment later, what they say."""
+    hub = Hub()
+    records = Records()
+    later: list[float] = []
+    folder = Folder(
+        hub, records, events.Recorder(hub, "test"), lambda _, d: later.append(d), Hold(5.0)
+    )
+    obj: Obj = {
+        "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "metadata": {"name": "web", "namespace": "demo", "uid": "u1", "generation": 1},
+        "spec": {"replicas": 3},
+    }
+    records.of(KEY).applied["us-east"] = (1, 1)
+    fresh = {"metadata": {"name": "web", "namespace": "demo", "generation": 1}}
+    await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": fresh}, {"us-east": 3}, {}, ())
+    assert hub.writes == [] and later == [5.0]
+    await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": child(0)}, {"us-east": 3}, {}, ())
+    assert len(hub.writes) == 1  # its controller has seen it: now
+
+
+def test_the_hold_follows_our_status_writes_latency_within_its_bounds() -> None:
+    """Twenty times what our status writes take lately, between one second and ten: a hub
+    slow to answer has no room for writes that say little."""
+    hold = Hold(1.0, 10.0)
+    assert hold.seconds == 1.0
+    hold.took(0.01)
+    assert hold.seconds == 1.0
+    for _ in range(30):
+        hold.took(0.2)
+    assert 3.9 < hold.seconds <= 4.0
+    for _ in range(30):
+        hold.took(5.0)
+    assert hold.seconds == 10.0
+
+
+async def test_a_partway_status_after_a_quiet_while_waits_a_hold_too() -> None:
+    """Counters that move long after the last write still wait: the settled status, coming
+    soon after, is then the one write instead of two."""
+    hub = Hub()
+    records = Records()
+    later: list[float] = []
+    folder = Folder(
+        hub, records, events.Recorder(hub, "test"), lambda _, d: later.append(d), Hold(5.0)
+    )
+    obj: Obj = {
+        "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "metadata": {"name": "web", "namespace": "demo", "uid": "u1", "generation": 1},
+        "spec": {"replicas": 3},
+    }
+    records.of(KEY).applied["us-east"] = (1, 1)
+
+    async def fold(ready: int) -> None:
+        await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": child(ready)}, {"us-east": 3}, {}, ())
+        if hub.writes:
+            obj["status"] = hub.writes[-1]["status"]
+
+    await fold(0)
+    record = records.of(KEY)
+    assert record.folded is not None
+    record.folded -= 100  # a long quiet since
+    await fold(1)
+    assert len(hub.writes) == 1 and 4.9 < later[-1] <= 5.0  # held from now, not from then
+    assert record.partway is not None
+    record.partway -= 5  # the hold is up: the latest goes
+    await fold(2)
+    assert len(hub.writes) == 2 and hub.writes[-1]["status"]["availableReplicas"] == 2
+    assert record.partway is None
+    await fold(3)  # settled: at once, held by nothing
+    assert len(hub.writes) == 3 and hub.writes[-1]["status"]["availableReplicas"] == 3
+
+
+def test_a_child_is_reported_once_its_controller_has_seen_its_generation() -> None:
+    """A Deployment controller's first word is a Progressing condition, its observedGeneration
+    the next; a Job's status never says one, so a status of its own is its word."""
+    rules = DEPLOYMENT.fold_rules
+    assert rules is not None and JOB.fold_rules is not None
+    meta = {"name": "web", "namespace": "demo", "generation": 2}
+    fresh: Obj = {"metadata": meta}
+    progressing: Obj = {"metadata": meta, "status": {"conditions": [{"type": "Progressing"}]}}
+    behind: Obj = {"metadata": meta, "status": {"observedGeneration": 1}}
+    seen: Obj = {"metadata": meta, "status": {"observedGeneration": 2}}
+    one = {"us-east": 1}
+    assert not reported(rules, {"us-east": None}, one)
+    assert not reported(rules, {"us-east": fresh}, one)
+    assert not reported(rules, {"us-east": progressing}, one)
+    assert not reported(rules, {"us-east": behind}, one)
+    assert reported(rules, {"us-east": seen}, one)
+    assert not reported(rules, {"us-east": seen}, {"us-east": 1, "eu-west": 1})
+    started: Obj = {"metadata": meta, "status": {"active": 1}}
+    assert reported(JOB.fold_rules, {"us-east": started}, one)
+    assert not reported(JOB.fold_rules, {"us-east": fresh}, one)

@@ -11,7 +11,7 @@ import aiohttp
 from apiserver.kinds import Key
 from apiserver.kube import events
 from apiserver.kube.client import Credentials, Kube
-from apiserver.loops.sync.fold import Folder
+from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
 
@@ -31,7 +31,7 @@ def loop() -> tuple[Folder, Records, Posted]:
     hub = Kube(cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub")
     posted = Posted()
     records = Records()
-    folder = Folder(hub, records, cast(events.Recorder, posted), lambda _, __: None, 1.0)
+    folder = Folder(hub, records, cast(events.Recorder, posted), lambda _, __: None, Hold(1.0))
     return folder, records, posted
 
 

@@ -9,9 +9,9 @@ from typing import cast
 
 import aiohttp
 
-from apiserver.contract import PLACEMENT
+from apiserver.contract import ORIGIN, PLACEMENT
 from apiserver.hubcache import HubCache
-from apiserver.kinds import Key
+from apiserver.kinds import DEPLOYMENT, Key
 from apiserver.kube.client import Credentials, Kube
 from apiserver.leader import Leadership
 from apiserver.loops.sync.children import Children
@@ -63,6 +63,35 @@ async def test_a_childs_change_moves_its_counter_and_a_new_watch_moves_every_one
         assert children.connect("edge")  # a location's watches start: every row looks again
         assert children.changes(db) != before
         assert not children.connect("edge")  # the same client: nothing changed
+    finally:
+        children.stop()
+        await asyncio.sleep(0)
+
+
+async def test_a_childs_apply_answer_is_seen_at_once_and_slim() -> None:
+    """The next look at the hub object (its fold, above all) sees the child our apply made,
+    not the one before: a child "not created yet" would be a status write of its own."""
+    session = cast(aiohttp.ClientSession, None)
+    edge = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    woken: list[Key] = []
+    children = Children({"edge": edge}.get, (DEPLOYMENT,), woken.append)
+    try:
+        children.connect("edge")
+        watch = children.watches["edge"]
+        answer: Obj = {
+            "metadata": {
+                "name": "web",
+                "namespace": "shop",
+                "resourceVersion": "7",
+                "labels": {ORIGIN: "u1"},
+            },
+            "spec": {"replicas": 2, "template": {"spec": {}}},
+        }
+        await watch.observe(DEPLOYMENT, answer)
+        web = Key("Deployment", "shop", "web")
+        seen = children.of(web, "u1")
+        assert list(seen) == ["edge"] and "template" not in seen["edge"]["spec"]
+        assert woken == [web]
     finally:
         children.stop()
         await asyncio.sleep(0)

@@ -2,14 +2,14 @@
 
 A look reads the effective strategy, every Location as a `Candidate`, the replicas stuck
 unschedulable past the grace period and the locations held low for want of room, calls the
-engine, and writes what changed: the placement (handed over to the sync loop on its way),
-the `kmc.dev/Placed` condition and the Events. Decisions that depend on time (a grace period,
-a cooldown, a capacity hold, a stuck pod's grace) are looked at again when they are due.
+engine, and writes what changed: the placement (handed over to the sync loop on its way) and
+the Events; the `kmc.dev/Placed` condition is handed to the sync loop, which writes it.
+Decisions that depend on time (a grace period, a cooldown, a capacity hold, a stuck pod's
+grace) are looked at again when they are due.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,17 +61,17 @@ class Placer:
             try:
                 gates = placement_gates(annotations, f"{kind.plural} {key.namespace}/{key.name}")
             except GatesError as err:
-                await writer.condition(
+                writer.condition(
                     kind, key, obj, "False", "InvalidPlacementGates", str(err), warn=True
                 )
                 return
             if gates:  # held before its first placement; removing the last gate re-queues it
-                await writer.condition(kind, key, obj, "False", "Gated", gated_message(gates))
+                writer.condition(kind, key, obj, "False", "Gated", gated_message(gates))
                 return
         try:
             strategy, _ = self.decider.strategy(kind, obj, ns)
         except StrategyError as err:
-            await writer.condition(kind, key, obj, "False", "InvalidStrategy", str(err), warn=True)
+            writer.condition(kind, key, obj, "False", "InvalidStrategy", str(err), warn=True)
             return
         now = time.time()
         candidates = await self.decider.candidates(obj)
@@ -106,17 +106,11 @@ class Placer:
             condition = ("False", "Unplaceable", decision.unplaceable, True)
         else:
             condition = ("True", "Placed", describe(decision.placement), False)
+        # Handed to the sync loop first: its fold once the placement has landed carries it.
+        writer.condition(kind, key, obj, *condition)
         if decision.placement != current:
             writer.announce(obj, current, decision)
-            write = writer.placement(kind, key, obj, decision.placement)
-            if kind.whole_conditions:
-                # Its status write carries the resourceVersion it read: the placement's.
-                obj = kind.typed(await write)
-                await writer.condition(kind, key, obj, *condition)
-            else:
-                await asyncio.gather(write, writer.condition(kind, key, obj, *condition))
-        else:
-            await writer.condition(kind, key, obj, *condition)
+            await writer.placement(kind, key, obj, decision.placement)
         if workload:
             spec = kind.pod_spec(obj)
             names = references(spec) if spec else ()

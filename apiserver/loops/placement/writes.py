@@ -1,9 +1,9 @@
 """What the placement loop writes: the placement (handed over first), the `kmc.dev/Placed`
-condition, and the Events that say why.
+condition (handed over only), and the Events that say why.
 
 The placement goes to the sync loop through the hand-off as the write to the hub leaves, and
-the annotation is the durable record (`loops/handoff.py`). The condition is applied on the
-status with field manager `kmc-placement`, so the sync loop's fold owns the other conditions.
+the annotation is the durable record (`loops/handoff.py`). The condition goes to the sync
+loop too, which writes it with the object's status: one writer per object's status.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from apiserver.contract import (
     describe,
     now,
     placement_text,
-    status_body,
 )
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Key, Kind
@@ -73,13 +72,15 @@ class Writer:
         return updated
 
     def announce(self, obj: Obj, current: Placement, decision: engine.Decision) -> None:
+        """Events for a placement that changed over time: spilled over, evacuated, rebalanced.
+        A first placement has none: the Placed condition says where, and an Event per
+        created object was a second hub write for what the status already says."""
         if not current:
-            self.events.post(obj, "Normal", "Placed", f"placed on {describe(decision.placement)}")
             return
         for change in decision.changes:
             self.events.post(obj, "Normal", change.reason, change.message)
 
-    async def condition(
+    def condition(
         self,
         kind: Kind,
         key: Key,
@@ -89,9 +90,11 @@ class Writer:
         message: str,
         warn: bool = False,
     ) -> None:
-        """Set `kmc.dev/Placed` (kinds whose status we fold), with a Warning Event when it
-        turns bad."""
-        old = condition(obj, PLACED)
+        """Decide `kmc.dev/Placed` (kinds whose status we fold), with a Warning Event when it
+        turns bad. The sync loop writes it (`loops/handoff.py`): with its next fold, or alone
+        when it has nothing to fold. Compared with the one still on its way, if any, else
+        with the hub's: a cache that has not seen the last one yet decides nothing twice."""
+        old = self.handoff.condition_of(key) or condition(obj, PLACED)
         if old and (old["status"], old.get("reason"), old.get("message")) == (
             status,
             reason,
@@ -116,7 +119,4 @@ class Writer:
             "message": message,
             "lastTransitionTime": since,
         }
-        meta = obj["metadata"]
-        path = kind.path(meta["namespace"], meta["name"], "status")
-        body = status_body(obj, {"conditions": [placed]}, kind.whole_conditions)
-        await self.hub.apply(path, body, manager=PLACEMENT_MANAGER)
+        self.handoff.give_condition(key, placed)

@@ -93,6 +93,7 @@ class Applier:
             int(meta.get("generation", 0)),
             int(answer.get("metadata", {}).get("generation", 0)),
         )
+        await watch.observe(kind, answer)
         return True
 
     async def _ensure_namespace(self, watch: ChildWatch, namespace: str) -> None:

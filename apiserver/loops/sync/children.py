@@ -66,6 +66,13 @@ class ChildWatch:
         self.informers[kind.key] = informer
         self.tasks.append(asyncio.create_task(informer.run(), name=f"watch {self.location}"))
 
+    async def observe(self, kind: Kind, answer: Obj) -> None:
+        """Our write's answer, taken as if the watch brought it: the next look at the hub
+        object sees the child it made, not the one before."""
+        informer = self.informers.get(kind.key)
+        if informer is not None:
+            await informer.observe(answer)
+
     def get(self, key: Key) -> Obj | None:
         """Our child of a hub object, as cached (read-only)."""
         informer = self.informers.get(key.kind)

@@ -1,19 +1,32 @@
 """Folding the children's status into the hub object's, and showing a move as it goes.
 
 The fold itself is pure (`sync/status.py`, with the kind's rules); this writes it, and only
-when it says something new: a status that moves only counters partway to `spec.replicas` is
-written at most once per `hold` seconds per object, while a changed condition, a new
-`observedGeneration` or counters that arrived are written at once. A handover in progress
-shows as `kmc.dev/Synced=False`, reason `Moving`, with what it waits for, and as the Events
-`Moving` and `Moved` when it starts and ends.
+when it says something new: a status that moves only counters partway to `spec.replicas`
+waits a hold (after the object's last status write, and after it was first seen), while a
+changed condition, a new `observedGeneration` or counters that arrived are written at once
+and take its place. The hold is twenty times what our status writes have been taking lately,
+within a floor and a ceiling (`Hold`): a hub slow to answer is a hub with no room for writes
+that say little.
+
+This is the one writer of a hub object's status: the `kmc.dev/Placed` condition the
+placement loop decided (`loops/handoff.py`) goes with the next fold, or alone when there is
+nothing to fold. Once a fold has sent Placed (field manager `kmc-sync`), every later fold
+sends it again, the hub's own when nothing new came, since server-side apply removes what a
+manager stops sending. Each write's answer goes into the hub cache at once, so the next look
+never compares with a status older than our own last write.
+
+A handover in progress shows as `kmc.dev/Synced=False`, reason `Moving`, with what it waits
+for, and as the Events `Moving` and `Moved` when it starts and ends.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from apiserver.contract import (
+    PLACED,
+    PLACEMENT_MANAGER,
     SYNC_MANAGER,
     SYNCED,
     Placement,
@@ -26,11 +39,35 @@ from apiserver.contract import (
 from apiserver.kinds import Key, Kind
 from apiserver.kube import events
 from apiserver.kube.client import Kube
+from apiserver.loops.handoff import Handoff
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
-from apiserver.sync.status import fold
+from apiserver.sync.status import fold, reported
 
 _COUNTERS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+
+Observe = Callable[[str, Obj], Awaitable[None]]  # our write's answer, into the hub cache
+
+
+async def _unobserved(_: str, __: Obj) -> None:
+    return None
+
+
+class Hold:
+    """How long a status that only moves counters partway waits after the object's last
+    status write: `factor` times the recent latency of our status writes, within
+    [`least`, `most`] seconds. The latency is a moving average over the last writes."""
+
+    def __init__(self, least: float, most: float = 10.0, factor: float = 20.0) -> None:
+        self.least, self.most, self.factor = least, max(least, most), factor
+        self.latency: float | None = None
+
+    def took(self, seconds: float) -> None:
+        self.latency = seconds if self.latency is None else 0.8 * self.latency + 0.2 * seconds
+
+    @property
+    def seconds(self) -> float:
+        return min(self.most, max(self.least, self.factor * (self.latency or 0.0)))
 
 
 class Folder:
@@ -40,13 +77,17 @@ class Folder:
         records: Records,
         recorder: events.Recorder,
         again: Callable[[Key, float], None],
-        hold: float,
+        hold: Hold,
+        handoff: Handoff | None = None,
+        observe: Observe = _unobserved,
     ) -> None:
         self.hub = hub
         self.records = records
         self.events = recorder
         self.again = again  # look at a key again after so many seconds
         self.hold = hold
+        self.handoff = handoff
+        self.observe = observe
 
     async def fold(
         self,
@@ -72,19 +113,65 @@ class Folder:
             now(),
         )
         self.show_move(key, hub, status, waiting)
+        pending = self.handoff.condition_of(key) if self.handoff is not None else None
+        placed = pending or condition(hub, PLACED)
+        if placed is not None:
+            conditions = [*status.get("conditions", []), dict(placed)]
+            status["conditions"] = sorted(conditions, key=lambda c: str(c["type"]))
         current = hub.get("status") or {}
         if not _differs(current, status):
+            record.partway = None
+            self._written(key, pending)
             return
-        moment, last = time.monotonic(), record.folded
-        if last is not None and moment - last < self.hold and _partway(current, status, hub):
+        moment, last, hold = time.monotonic(), record.folded, self.hold.seconds
+        if last is None and not current and not reported(kind.fold_rules, seen, placement):
+            # A new object's first status waits (a hold at most) for its children's
+            # controllers to have seen them: written at once, it would say "on its way", and
+            # the next one, a moment later, what the children say.
+            record.first_look = record.first_look or moment
+            if moment - record.first_look < hold:
+                self.again(key, record.first_look + hold - moment)
+                return
+        if last is not None and _partway(current, status, hub):
             # Each such write is a hub write the user's own writes queue behind (a burst of
-            # creates brings a handful per object); the settled status is not held.
-            self.again(key, last + self.hold - moment)
+            # creates brings a handful per object). It waits a hold from the last write and
+            # from when it was first seen, so what follows soon (the settled status, not
+            # held) goes in its place; the object is looked at again when the hold is up.
+            record.partway = record.partway or moment
+            due = max(last, record.partway) + hold
+            if moment < due:
+                self.again(key, due - moment)
+                return
+        await self._write(kind, hub, status, SYNC_MANAGER)
+        record.folded, record.partway = time.monotonic(), None
+        self._written(key, pending)
+
+    async def placed_alone(self, key: Key, kind: Kind, hub: Obj) -> None:
+        """Nothing to fold (nothing placed, no children), but a Placed condition to write:
+        gated, an invalid strategy, nowhere to go. Applied alone under the placement's field
+        manager, which held it alone before there was a fold: under `kmc-sync` an apply of it
+        alone would take the fold's other fields away."""
+        pending = self.handoff.condition_of(key) if self.handoff is not None else None
+        if pending is None:
             return
+        if _differs(hub.get("status") or {}, {"conditions": [pending]}):
+            await self._write(kind, hub, {"conditions": [dict(pending)]}, PLACEMENT_MANAGER)
+        self._written(key, pending)
+
+    async def _write(self, kind: Kind, hub: Obj, status: Obj, manager: str) -> None:
         meta = hub["metadata"]
         path = kind.path(meta["namespace"], meta["name"], "status")
-        await self.hub.apply(path, status_body(hub, status, kind.whole_conditions), SYNC_MANAGER)
-        record.folded = time.monotonic()
+        body = status_body(hub, status, kind.whole_conditions)
+        started = time.monotonic()
+        try:
+            answer = await self.hub.apply(path, body, manager)
+        finally:
+            self.hold.took(time.monotonic() - started)
+        await self.observe(kind.key, answer)
+
+    def _written(self, key: Key, pending: Obj | None) -> None:
+        if pending is not None and self.handoff is not None:
+            self.handoff.condition_written(key, pending)
 
     def show_move(self, key: Key, hub: Obj, status: Obj | None, waiting: tuple[str, ...]) -> None:
         """A handover in progress shows as Synced=False/Moving with what it waits for (in
@@ -132,8 +219,11 @@ def _differs(current: Obj, new: Obj) -> bool:
 
 
 def _partway(current: Obj, new: Obj, hub: Obj) -> bool:
-    """Does `new` differ from `current` only in counters on their way to spec.replicas? Such
-    a status may wait; one that a user or `kubectl wait`/`rollout status` acts on may not."""
+    """Does `new` differ from `current` only in counters on their way to spec.replicas, or
+    in words (messages, reasons)? Such a status may wait; one that a user or
+    `kubectl wait`/`rollout status` acts on may not (a condition's status, a new
+    observedGeneration, counters arriving at spec.replicas), nor a new word on where it is
+    placed."""
     if current.get("observedGeneration") != new.get("observedGeneration"):
         return False
 
@@ -142,6 +232,17 @@ def _partway(current: Obj, new: Obj, hub: Obj) -> bool:
 
     if states(current) != states(new):
         return False
+
+    def where(status: Obj) -> tuple[object, ...]:
+        found: Obj = next((c for c in status.get("conditions") or [] if c["type"] == PLACED), {})
+        return found.get("status"), found.get("reason"), found.get("message")
+
+    if where(current) != where(new):
+        return False  # where it is placed: said at once
     wanted = (hub.get("spec") or {}).get("replicas")
-    counters = [new.get(field, 0) for field in _COUNTERS if field in new or field in current]
-    return not (isinstance(wanted, int) and counters and all(c == wanted for c in counters))
+    fields = [field for field in _COUNTERS if field in new or field in current]
+    counters = [new.get(field, 0) for field in fields]
+    arrived = isinstance(wanted, int) and bool(counters) and all(c == wanted for c in counters)
+    # Arrived just now, not there already: a settled status whose messages alone move (a
+    # child's Progressing reason once its rollout is done) may wait like any other.
+    return not (arrived and counters != [current.get(field, 0) for field in fields])

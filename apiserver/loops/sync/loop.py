@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,7 @@ from apiserver.loops.sync.apply import Applier
 from apiserver.loops.sync.bounded import Bounded
 from apiserver.loops.sync.children import Children
 from apiserver.loops.sync.cleanup import Cleaner
-from apiserver.loops.sync.fold import Folder
+from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
 from apiserver.placement.engine import Verdict
@@ -52,12 +53,18 @@ class Settings:
     workers: int = 32  # mostly waiting on the hub and the children
     cleanup_retry: float = 5.0  # a child we could not delete yet is tried again this often
     count_interval: float = 2.0  # how often each Location's `status.objects` is brought up to date
+    # A count that only moved (objects coming and going) is written at most this often; a
+    # new Location generation (a cordon), a count of 0, or any count of a cordoned location
+    # (a drain shows its progress) at once.
+    count_quiet: float = 30.0
     patience: float = 2.0  # longest a worker waits for one child write
     per_location: int = 8  # child writes at once in one location, at most
     # A fold that only moves counters partway (pods starting, one child ahead of another) is
-    # written at most this often per object; a changed condition, a new observedGeneration
-    # or counters that reached spec.replicas are written at once.
+    # written at most this often per object, or 20 times as long as our status writes take
+    # lately, up to `fold_hold_most`; a changed condition, a new observedGeneration or
+    # counters that reached spec.replicas are written at once.
     fold_hold: float = 1.0
+    fold_hold_most: float = 10.0
 
 
 class SyncLoop:
@@ -82,7 +89,13 @@ class SyncLoop:
         self.bounded = Bounded(leadership, self.queue.add, settings.patience, settings.per_location)
         self.applier = Applier(cache, self.children, self.records, recorder)
         self.folder = Folder(
-            self.hub, self.records, recorder, self.queue.add_after, settings.fold_hold
+            self.hub,
+            self.records,
+            recorder,
+            self.queue.add_after,
+            Hold(settings.fold_hold, settings.fold_hold_most),
+            handoff,
+            cache.observe,
         )
         self.cleaner = Cleaner(
             cache,
@@ -175,7 +188,9 @@ class SyncLoop:
 
     async def _report_counts(self) -> None:
         """Keep each Location's `status.objects` true, so `kubectl mc unjoin` knows when a
-        drained location holds nothing of ours any more."""
+        drained location holds nothing of ours any more. Every write is a hub write: a count
+        that merely moved waits `count_quiet`; what a drain waits for goes at once."""
+        written: dict[str, float] = {}  # location -> when we last wrote its count
         while True:
             await asyncio.sleep(self.settings.count_interval)
             await self.leadership.leading.wait()
@@ -187,12 +202,17 @@ class SyncLoop:
                 # The generation says "counted after this spec": a drain waits for a count
                 # taken after its cordon, never one from before.
                 fresh = {"objects": count, "observedGeneration": location["metadata"]["generation"]}
-                status = location.get("status") or {}
-                if {k: status.get(k) for k in fresh} != fresh:
-                    with contextlib.suppress(ApiError):
-                        await self.hub.merge_patch(
-                            f"/apis/kmc.dev/v1alpha1/locations/{name}/status", {"status": fresh}
-                        )
+                now = time.monotonic()
+                if not count_due(
+                    location, fresh, written.get(name), now, self.settings.count_quiet
+                ):
+                    continue
+                with contextlib.suppress(ApiError):
+                    answer = await self.hub.merge_patch(
+                        f"/apis/kmc.dev/v1alpha1/locations/{name}/status", {"status": fresh}
+                    )
+                    written[name] = now
+                    await self.cache.locations.observe(answer)
 
     # -- looking at one object ----------------------------------------------------------
 
@@ -214,11 +234,17 @@ class SyncLoop:
             await self.cleaner.hub_object_going(key, kind, hub, children)
             return
         placement, handed = self._placement(key, hub)
-        if (not placement and not children) or not kind.syncable(hub):
+        if not kind.syncable(hub):
+            return
+        if not placement and not children:
+            if kind.folds:
+                await self.folder.placed_alone(key, kind, hub)
             return
         if not handed:
             # A handed-over placement's own write brings the finalizer.
-            await hubwrites.add_finalizer(self.hub, kind, hub, CLEANUP)
+            added = await hubwrites.add_finalizer(self.hub, kind, hub, CLEANUP)
+            if added is not None:
+                await self.cache.observe(kind.key, added)
         stale = self.progress.stale()
         shares, deletable, waiting = self._handover(kind, hub, placement, children, stale)
         applied = await asyncio.gather(
@@ -233,6 +259,9 @@ class SyncLoop:
             # Folded when the hub has the placement, a moment later; the move shows now.
             self.folder.show_move(key, hub, None, waiting)
         elif kind.folds:
+            # What the applies above made is in the watches already (their answers are taken
+            # at once): the fold says so, rather than a child "not created yet".
+            children = self.children.of(key, hub["metadata"]["uid"])
             await self.folder.fold(key, kind, hub, children, placement, stale, waiting)
         failed = [loc for loc, ok in zip(sorted(shares), applied, strict=True) if not ok]
         if failed:
@@ -289,6 +318,23 @@ class SyncLoop:
                 if not self.children.watches[loc].namespace_has_workloads(namespace)
             }
         return dict(placement), leaving, ()
+
+
+def count_due(location: Obj, fresh: Obj, written: float | None, now: float, quiet: float) -> bool:
+    """Is the Location's count (`fresh`: objects, observedGeneration) to be written now? Not
+    when the hub has it; at once for what a drain waits for (a count after a new generation,
+    a count of 0) and while it is cordoned (a drain shows its progress); otherwise at most
+    once per `quiet` seconds since we last wrote it (`written`, None: not since we started)."""
+    status = location.get("status") or {}
+    if {k: status.get(k) for k in fresh} == fresh:
+        return False
+    return (
+        written is None
+        or now - written >= quiet
+        or status.get("observedGeneration") != fresh["observedGeneration"]
+        or fresh["objects"] == 0
+        or bool((location.get("spec") or {}).get("unschedulable"))
+    )
 
 
 class Progress:

@@ -20,6 +20,8 @@ class Record:
     # the child wears, so drift is still undone.
     written: dict[str, tuple[str, str]] = field(default_factory=dict)
     folded: float | None = None  # when we last wrote its status (monotonic clock)
+    first_look: float | None = None  # when its first status was held for its children
+    partway: float | None = None  # since when a partway status waits to be written
     # Whether a move was announced (Moving) and not yet ended (Moved), while the hub's status
     # does not say so yet: a move can start, or even end, while its placement is still on its
     # way to the hub, when no status is folded. None: the hub's status says it.
