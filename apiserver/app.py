@@ -35,6 +35,7 @@ from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import HUB, Kube, guard_trace
 from apiserver.leader import LEADERSHIP, Leadership, identity, user_agent
 from apiserver.locations.fleet import FLEET, Fleet
+from apiserver.loops.endpoints import EndpointsLoop
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.imports import ImportLoop
 from apiserver.loops.locations import LOCATIONS, LocationLoop
@@ -168,6 +169,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         cache, app[FLEET].get, leadership, handoff, SyncSettings(workers=options.workers)
     )
     imports = ImportLoop(acting, cache, locations.crds, leadership)
+    endpoints = EndpointsLoop(cache, app[FLEET].get, leadership, grace=options.grace_period)
     handoff.handed.connect(sync.queue.add)
     locations.stuck.connect(placement.on_stuck)
     imports.verdicts.connect(placement.exclude)
@@ -185,6 +187,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         "placement": asyncio.create_task(placement.run(), name="placement"),
         "sync": asyncio.create_task(sync.run(), name="sync"),
         "imports": asyncio.create_task(imports.run(), name="imports"),
+        "endpoints": asyncio.create_task(endpoints.run(), name="endpoints"),
         "remote-caches": asyncio.create_task(app[REMOTE_CACHES].run(), name="remote-caches"),
     }
     if options.leader_elect:

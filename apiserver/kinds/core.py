@@ -8,17 +8,43 @@ pod`, `kubectl wait --for=condition=Ready` and a wait on its phase work on the h
 spec cannot change where it runs: a move makes it anew in the new location. Pods a
 controller owns are the hub's own business, never placed.
 
-A Service's share is here already, for the day Services follow their workloads: each cluster
-allocates its own addresses and node ports.
+A Service goes wherever the workloads its selector matches run (wherever its namespace's
+workloads run when it has no selector, as an ExternalName Service): each cluster allocates its
+own addresses and node ports, a headless one stays headless, and a LoadBalancer's hub status
+lists every location's ingress points. Each child's own EndpointSlices of it are mirrored on
+the hub (`loops/endpoints.py`).
 """
 
 from __future__ import annotations
 
 from apiserver.contract import PLACED_ELSEWHERE, Placement
 from apiserver.kinds import config, job, workloads
-from apiserver.kinds.kind import Kind, Remote, Role
+from apiserver.kinds.kind import Kind, Remote, Role, Selects
 from apiserver.objects import Obj, ReadOnly
 from apiserver.sync.status import Children, Rules, status_of
+
+
+def _not_the_apiserver(service: ReadOnly) -> bool:
+    """`default/kubernetes` is every cluster's own way to its API server: never sent."""
+    meta = service.get("metadata") or {}
+    return (meta.get("namespace"), meta.get("name")) != ("default", "kubernetes")
+
+
+def _service_selector(service: ReadOnly) -> Selects | None:
+    wanted = (service.get("spec") or {}).get("selector") or {}
+    if not wanted:
+        return None
+    return lambda labels: all(labels.get(key) == value for key, value in wanted.items())
+
+
+def _service_fields(status: Obj, hub: ReadOnly, seen: Children, previous: ReadOnly) -> None:
+    """A LoadBalancer's ingress points: every location's, once each, in location order."""
+    points: list[Obj] = []
+    for child in seen.present.values():
+        for point in (status_of(child).get("loadBalancer") or {}).get("ingress") or []:
+            if point not in points:
+                points.append(point)
+    status["loadBalancer"] = {"ingress": points} if points else {}
 
 
 def service_share(child: Obj, location: str, placement: Placement) -> None:
@@ -127,7 +153,11 @@ SERVICE = Kind(
     "Service",
     "v1",
     "services",
+    role=Role.SELECTOR_FOLLOWER,
+    syncable=_not_the_apiserver,
     share=service_share,
+    selector=_service_selector,
+    fold_rules=Rules(fields=_service_fields, observes_generation=False),
     remote=Remote("service", "services", "core v1"),
 )
 ENDPOINTSLICE = Kind(

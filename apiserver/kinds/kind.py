@@ -32,6 +32,9 @@ class Role(StrEnum):
     WORKLOAD = "workload"  # placed by its strategy, its replicas divided; status folded up
     DEPENDENCY = "dependency"  # follows the workloads whose pod templates name it
     NAMESPACE_FOLLOWER = "namespace-follower"  # wherever its namespace's workloads run
+    # Where the workloads its selector matches run (a Service; without a selector, wherever
+    # its namespace's workloads run).
+    SELECTOR_FOLLOWER = "selector-follower"
     CUSTOM = "custom"  # a CRD's kind: placed only when it carries a strategy
 
 
@@ -45,6 +48,9 @@ class Change(Enum):
 
 Share = Callable[[Obj, str, Placement], None]
 """Cut `placement[location]`'s share into the child object (a deep copy, changed in place)."""
+
+Selects = Callable[[Mapping[str, str]], bool]
+"""Does a selector match these pod labels?"""
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,10 @@ def _in_place(_: Obj, __: Obj) -> Change:
     return Change.APPLY
 
 
+def _no_selector(_: ReadOnly) -> Selects | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Kind:
     """One kind of hub object; `key` is the Kind, or Kind.group for a CRD's."""
@@ -120,6 +130,8 @@ class Kind:
     # A namespace follower whose placement carries the replicas its namespace runs in each
     # location (a quota divided by them), not just where.
     weighed: bool = False
+    # A selector follower's selector, as a test of pod labels; None: it has none.
+    selector: Callable[[ReadOnly], Selects | None] = _no_selector
     # Pods' controller: owners whose pods point at them directly (`direct`), or through an
     # intermediary of this kind whose name ends in the pod-template-hash (`via`).
     owns_pods: bool = False
@@ -164,6 +176,13 @@ class Kind:
     def shape(self, obj: Obj) -> Shape:
         """What the engine divides of `obj`, with its pod spec for steering."""
         return dataclasses.replace(self.size(obj), pod_spec=self.pod_spec(obj))
+
+    def pod_labels(self, obj: ReadOnly) -> ReadOnly:
+        """The labels its pods get (a template's, or a Pod's own); {} for kinds without pods."""
+        if not self.pod_spec_path:
+            return {}
+        found = pod_spec_at(obj, (*self.pod_spec_path[:-1], "metadata", "labels"))
+        return found or {}
 
     def pod_spec(self, obj: ReadOnly) -> ReadOnly | None:
         """The pod spec inside an object of this kind; None if it has none."""

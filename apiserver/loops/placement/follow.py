@@ -3,12 +3,14 @@
 A dependency (what a pod template names) goes exactly where the workloads that use it are;
 a namespace follower goes wherever its namespace's workloads run, and one the kind says is
 `weighed` (a ResourceQuota) carries the replicas they run in each location, by which its
-children are divided.
+children are divided; a selector follower (a Service) goes wherever the workloads whose pods
+its selector matches run, and says in its `kmc.dev/Placed` condition which those are, or that
+there are none and it stays on the hub.
 """
 
 from __future__ import annotations
 
-from apiserver.contract import PLACEMENT, Placement, read_placement
+from apiserver.contract import PLACEMENT, Placement, describe, read_placement
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Key, Kind, Role
 from apiserver.loops.placement.records import Records
@@ -55,3 +57,35 @@ class Follower:
             weights = dict.fromkeys(weights)
         if weights != read_placement(obj):
             await self.writer.placement(kind, key, obj, weights)
+
+    async def selector(self, kind: Kind, key: Key, obj: Obj) -> None:
+        """Wherever the workloads its selector matches run (any share but 0); without a
+        selector, wherever its namespace's workloads run."""
+        selects = kind.selector(obj)
+        if selects is None:
+            await self.namespace(kind, key, obj)
+            return
+        where: set[str] = set()
+        matched: list[str] = []
+        for workloads in list(self.cache.kinds.values()):
+            if workloads.role is not Role.WORKLOAD:
+                continue
+            for workload_key in self.cache.list_keys(workloads.key, key.namespace):
+                workload = self.cache.get(workload_key)
+                if workload is None or not selects(workloads.pod_labels(workload)):
+                    continue
+                placed = {loc for loc, n in read_placement(workload).items() if n is None or n}
+                if placed:
+                    where |= placed
+                    matched.append(f"{workloads.plural}/{workload_key.name}")
+        placement: Placement = dict.fromkeys(sorted(where))
+        if placement != read_placement(obj) or (
+            placement and PLACEMENT not in (obj["metadata"].get("annotations") or {})
+        ):
+            await self.writer.placement(kind, key, obj, placement)
+        if matched:
+            message = f"with {', '.join(sorted(matched))}: {describe(placement)}"
+            self.writer.condition(kind, key, obj, "True", "Placed", message)
+        else:
+            message = "no placed workload's pods match its selector: it stays on the hub"
+            self.writer.condition(kind, key, obj, "False", "NothingSelected", message)

@@ -127,7 +127,7 @@ class PlacementLoop:
         self.queue.add(key)
         info = self.cache.kinds.get(kind)
         if info is not None and info.role is Role.WORKLOAD:
-            for follower in self._kinds(Role.NAMESPACE_FOLLOWER):
+            for follower in self._kinds(Role.NAMESPACE_FOLLOWER, Role.SELECTOR_FOLLOWER):
                 for dependent in self.cache.list_keys(follower, key.namespace):
                     self.queue.add(dependent)
 
@@ -225,6 +225,8 @@ class PlacementLoop:
         asked = STRATEGY in (obj["metadata"].get("annotations") or {})
         if kind.role is Role.NAMESPACE_FOLLOWER:
             await self.follower.namespace(kind, key, obj)
+        elif kind.role is Role.SELECTOR_FOLLOWER and not asked:
+            await self.follower.selector(kind, key, obj)
         elif kind.role is Role.DEPENDENCY and not asked:
             await self.follower.users(kind, key, obj)
         elif kind.role is Role.WORKLOAD or asked:

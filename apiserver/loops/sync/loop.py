@@ -309,8 +309,9 @@ class SyncLoop:
             )
             return dict(step.replicas), set(step.delete), step.waiting
         leaving = {loc for loc in children if loc not in placement and loc not in stale}
-        if kind.role is Role.DEPENDENCY:
-            # A ConfigMap stays while anything of its namespace still runs there.
+        if kind.role in (Role.DEPENDENCY, Role.SELECTOR_FOLLOWER):
+            # A ConfigMap stays while anything of its namespace still runs there; a Service
+            # until the last pods it may route to have gone.
             namespace = hub["metadata"]["namespace"]
             leaving = {
                 loc
