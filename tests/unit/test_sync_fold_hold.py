@@ -10,19 +10,14 @@ children do.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-import aiohttp
-
-from apiserver.kinds import DEPLOYMENT, JOB, Key
-from apiserver.kube import events
-from apiserver.kube.client import Credentials, Kube
-from apiserver.loops.sync.fold import Folder, Hold, _partway
-from apiserver.loops.sync.records import Records
+from apiserver.kinds import DEPLOYMENT, JOB
+from apiserver.loops.sync.fold import Hold, _partway
 from apiserver.objects import Obj
 from apiserver.sync.status import reported
 
-KEY = Key("Deployment", "demo", "web")
+from .fold_fakes import KEY, Folding, child
 
 
 def status(
@@ -64,91 +59,27 @@ def test_a_flipped_condition_a_new_generation_or_the_end_are_not() -> None:
     assert not _partway(status(1, 1, "True"), ended, zero)
 
 
-class Hub(Kube):
-    """Records status writes; nothing else is called."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub"
-        )
-        self.writes: list[Obj] = []
-
-    async def apply(self, path: str, body: Obj, manager: str, force: bool = True) -> Obj:
-        self.writes.append(body)
-        return body
-
-
-def child(ready: int) -> Obj:
-    return {
-        "metadata": {"name": "web", "namespace": "demo", "generation": 1},
-        "spec": {"replicas": 3},
-        "status": {
-            "observedGeneration": 1,
-            "replicas": 3,
-            "updatedReplicas": 3,
-            "readyReplicas": ready,
-            "availableReplicas": ready,
-            "conditions": [
-                {"type": "Available", "status": "True" if ready == 3 else "False"},
-                {"type": "Progressing", "status": "True"},
-            ],
-        },
-    }
-
-
 async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
-    hub = Hub()
-    records = Records()
-    later: list[tuple[Key, float]] = []
-    recorder = events.Recorder(hub, "test")
-    folder = Folder(
-        hub, records, recorder, lambda key, delay: later.append((key, delay)), Hold(60.0)
-    )
-    obj: Obj = {
-        "kind": "Deployment",
-        "apiVersion": "apps/v1",
-        "metadata": {"name": "web", "namespace": "demo", "uid": "u1", "generation": 1},
-        "spec": {"replicas": 3},
-    }
-    records.of(KEY).applied["us-east"] = (1, 1)
-
-    async def fold(ready: int) -> None:
-        await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": child(ready)}, {"us-east": 3}, {}, ())
-        if hub.writes:
-            obj["status"] = hub.writes[-1]["status"]
-
-    await fold(0)
-    assert len(hub.writes) == 1  # the first status is written at once
-    await fold(1)
-    await fold(2)
-    assert len(hub.writes) == 1  # held: the object is looked at again when the hold ends
-    assert [key for key, _ in later] == [KEY, KEY]
-    await fold(3)
-    assert len(hub.writes) == 2  # Available: at once
-    assert hub.writes[-1]["status"]["availableReplicas"] == 3
+    bed = Folding(60.0)
+    await bed.fold(child(0))
+    assert len(bed.hub.writes) == 1  # the first status is written at once
+    await bed.fold(child(1))
+    await bed.fold(child(2))
+    assert len(bed.hub.writes) == 1  # held: the object is looked at again when the hold ends
+    assert [key for key, _ in bed.later] == [KEY, KEY]
+    await bed.fold(child(3))
+    assert len(bed.hub.writes) == 2  # Available: at once
+    assert bed.hub.writes[-1]["status"]["availableReplicas"] == 3
 
 
 async def test_a_new_objects_first_status_waits_for_its_children_to_report() -> None:
     """Written before the children's controllers have seen them, it would say "on its way",
     and the next write, a moment later, what they say."""
-    hub = Hub()
-    records = Records()
-    later: list[float] = []
-    folder = Folder(
-        hub, records, events.Recorder(hub, "test"), lambda _, d: later.append(d), Hold(5.0)
-    )
-    obj: Obj = {
-        "kind": "Deployment",
-        "apiVersion": "apps/v1",
-        "metadata": {"name": "web", "namespace": "demo", "uid": "u1", "generation": 1},
-        "spec": {"replicas": 3},
-    }
-    records.of(KEY).applied["us-east"] = (1, 1)
-    fresh = {"metadata": {"name": "web", "namespace": "demo", "generation": 1}}
-    await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": fresh}, {"us-east": 3}, {}, ())
-    assert hub.writes == [] and later == [5.0]
-    await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": child(0)}, {"us-east": 3}, {}, ())
-    assert len(hub.writes) == 1  # its controller has seen it: now
+    bed = Folding(5.0)
+    await bed.fold({"metadata": {"name": "web", "namespace": "demo", "generation": 1}})
+    assert bed.hub.writes == [] and bed.later == [(KEY, 5.0)]
+    await bed.fold(child(0))
+    assert len(bed.hub.writes) == 1  # its controller has seen it: now
 
 
 def test_the_hold_follows_our_status_writes_latency_within_its_bounds() -> None:
@@ -169,38 +100,23 @@ def test_the_hold_follows_our_status_writes_latency_within_its_bounds() -> None:
 async def test_a_partway_status_after_a_quiet_while_waits_a_hold_too() -> None:
     """Counters that move long after the last write still wait: the settled status, coming
     soon after, is then the one write instead of two."""
-    hub = Hub()
-    records = Records()
-    later: list[float] = []
-    folder = Folder(
-        hub, records, events.Recorder(hub, "test"), lambda _, d: later.append(d), Hold(5.0)
-    )
-    obj: Obj = {
-        "kind": "Deployment",
-        "apiVersion": "apps/v1",
-        "metadata": {"name": "web", "namespace": "demo", "uid": "u1", "generation": 1},
-        "spec": {"replicas": 3},
-    }
-    records.of(KEY).applied["us-east"] = (1, 1)
-
-    async def fold(ready: int) -> None:
-        await folder.fold(KEY, DEPLOYMENT, obj, {"us-east": child(ready)}, {"us-east": 3}, {}, ())
-        if hub.writes:
-            obj["status"] = hub.writes[-1]["status"]
-
-    await fold(0)
-    record = records.of(KEY)
+    bed = Folding(5.0)
+    await bed.fold(child(0))
+    record = bed.records.of(KEY)
     assert record.folded is not None
     record.folded -= 100  # a long quiet since
-    await fold(1)
-    assert len(hub.writes) == 1 and 4.9 < later[-1] <= 5.0  # held from now, not from then
+    await bed.fold(child(1))
+    held = bed.later[-1][1]
+    assert len(bed.hub.writes) == 1 and 4.9 < held <= 5.0  # held from now, not from then
     assert record.partway is not None
     record.partway -= 5  # the hold is up: the latest goes
-    await fold(2)
-    assert len(hub.writes) == 2 and hub.writes[-1]["status"]["availableReplicas"] == 2
+    await bed.fold(child(2))
+    writes = bed.hub.writes
+    assert len(writes) == 2 and writes[-1]["status"]["availableReplicas"] == 2
     assert record.partway is None
-    await fold(3)  # settled: at once, held by nothing
-    assert len(hub.writes) == 3 and hub.writes[-1]["status"]["availableReplicas"] == 3
+    await bed.fold(child(3))  # settled: at once, held by nothing
+    writes = bed.hub.writes
+    assert len(writes) == 3 and writes[-1]["status"]["availableReplicas"] == 3
 
 
 def test_a_child_is_reported_once_its_controller_has_seen_its_generation() -> None:

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import aiohttp
-
 from apiserver.contract import PLACED, PLACEMENT_MANAGER, SYNC_MANAGER
 from apiserver.hubcache import HubCache
 from apiserver.kinds import DEPLOYMENT, JOB, Key
 from apiserver.kube import events
-from apiserver.kube.client import Credentials, Kube
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.placement.records import Records as PlacementRecords
 from apiserver.loops.placement.writes import Writer
@@ -22,21 +19,7 @@ from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
 
-KEY = Key("Deployment", "demo", "web")
-
-
-class Hub(Kube):
-    """Records status applies (path, manager, body) and answers with the object applied."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub"
-        )
-        self.applies: list[tuple[str, Obj]] = []
-
-    async def apply(self, path: str, body: Obj, manager: str, force: bool = True) -> Obj:
-        self.applies.append((manager, body))
-        return body
+from .fold_fakes import KEY, Hub, child
 
 
 def hub_object(status: Obj | None = None, kind: str = "Deployment") -> Obj:
@@ -55,24 +38,6 @@ def hub_object(status: Obj | None = None, kind: str = "Deployment") -> Obj:
     if status is not None:
         obj["status"] = status
     return obj
-
-
-def child(ready: int) -> Obj:
-    return {
-        "metadata": {"name": "web", "namespace": "demo", "generation": 1},
-        "spec": {"replicas": 3},
-        "status": {
-            "observedGeneration": 1,
-            "replicas": 3,
-            "updatedReplicas": 3,
-            "readyReplicas": ready,
-            "availableReplicas": ready,
-            "conditions": [
-                {"type": "Available", "status": "True" if ready == 3 else "False"},
-                {"type": "Progressing", "status": "True"},
-            ],
-        },
-    }
 
 
 def placed(status: str = "True", reason: str = "Placed", message: str = "us-east=3") -> Obj:
