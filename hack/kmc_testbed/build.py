@@ -4,7 +4,9 @@
 paths (`=> ./staging/src/k8s.io/api`, `=> ../api`). Go ignores a dependency's replaces, so
 neither can be `go install`ed; we build them inside a small wrapper module whose replaces
 are derived mechanically from the upstream go.mod, pointing each sibling at its published
-version. kwok has no replaces and installs directly.
+version. kwok has no replaces; it is built from its module's source with a small patch of
+ours (`kwok-exec.patch`: an exec's exit code and the end of its stdin passed on, as a kubelet
+does), so its cached folder is named for the patch too.
 
 A cold build of Kubernetes takes a long time on a small machine, so `go build -v` output is
 turned into a progress line with elapsed time. Binaries land in a temporary folder and are
@@ -38,10 +40,12 @@ class Target:
     name: str
     version: str
     binaries: tuple[str, ...]
+    patched: str = ""  # a tag for our patch on the upstream source, if any
 
     @property
     def folder(self) -> Path:
-        return config.cache_dir() / "bin" / f"{self.name}-{self.version}"
+        tag = f"-{self.patched}" if self.patched else ""
+        return config.cache_dir() / "bin" / f"{self.name}-{self.version}{tag}"
 
     def built(self) -> bool:
         return all((self.folder / b).is_file() for b in self.binaries)
@@ -53,7 +57,11 @@ KUBERNETES = Target(
     ("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
 )
 ETCD = Target("etcd", config.ETCD_VERSION, ("etcd",))
-KWOK = Target("kwok", config.KWOK_VERSION, ("kwok", "kwok-stages.yaml"))
+# kwok v0.8.0 answers an exec that exits non-zero with an InternalError instead of the
+# exit code a kubelet sends, and never closes a command's stdin when the caller's ends
+# (`echo x | kubectl exec -i … -- cat` hangs). Our patch fixes both; bump its tag with it.
+KWOK_PATCH = Path(__file__).with_name("kwok-exec.patch")
+KWOK = Target("kwok", config.KWOK_VERSION, ("kwok", "kwok-stages.yaml"), patched="kmc1")
 # The "fast" lifecycle kwokctl gives a cluster: nodes turn Ready and keep a lease, pods run.
 # The bare kwok binary ships none, so the build copies them from the same module version.
 KWOK_STAGES = (
@@ -175,16 +183,27 @@ def _build_etcd(go: str, target: Target, log: Log) -> None:
 
 def _build_kwok(go: str, target: Target, log: Log) -> None:
     out = _fresh(target.folder.with_name(target.folder.name + ".tmp"))
-    cmd = [
-        go,
-        "install",
-        "-v",
-        "-trimpath",
-        "-ldflags=-s -w",
-        f"sigs.k8s.io/kwok/cmd/kwok@{target.version}",
-    ]
-    _run_go(cmd, target, None, {"GOBIN": str(out)}, total=None, log=log)
     source = Path(_download(go, "sigs.k8s.io/kwok", target.version)["Dir"])
+    work = config.cache_dir() / "src" / target.folder.name
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(source, work)
+    for path in work.rglob("*"):
+        path.chmod(path.stat().st_mode | 0o200)  # the module cache is read-only
+    patched = subprocess.run(
+        ["git", "apply", "--whitespace=nowarn", str(KWOK_PATCH)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if patched.returncode != 0:
+        raise BuildError(
+            f"kwok {target.version}: {KWOK_PATCH.name} does not apply: "
+            f"{_last_error(patched.stderr)}"
+        )
+    cmd = [go, "build", "-v", "-trimpath", "-ldflags=-s -w", "-o", str(out / "kwok"), "./cmd/kwok"]
+    _run_go(cmd, target, work, {"GOFLAGS": "-mod=mod"}, total=None, log=log)
+    shutil.rmtree(work, ignore_errors=True)
     stages = [(source / path).read_text().strip() for path in KWOK_STAGES]
     (out / "kwok-stages.yaml").write_text("\n---\n".join(stages) + "\n")
     _kwok_crds(go, out)

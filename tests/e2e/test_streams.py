@@ -296,8 +296,10 @@ def test_exec_passes_output_input_and_outcome_through(
         assert (done.returncode, done.stdout, done.stderr) == (0, f"{folder}\n", "oops\n")
     fed = plugin("exec", "-i", pod, "-n", namespace, "--", "head", "-n", "1", stdin="a\nb\n")
     assert (fed.returncode, fed.stdout) == (0, "a\n")
-    # The outcome is the child's, as `kubectl exec` there gives it. kwok reports a non-zero
-    # exit as an InternalError, not the exit code a kubelet would send: kubectl exits 1.
+    # The end of the caller's stdin reaches the command: `cat` ends with it.
+    copied = plugin("exec", "-i", pod, "-n", namespace, "--", "cat", stdin="a\nb\n")
+    assert (copied.returncode, copied.stdout) == (0, "a\nb\n")
+    # The outcome is the child's, as `kubectl exec` there gives it: the command's exit code.
     command = ("sh", "-c", "echo partial; exit 3")
     ours = plugin("exec", pod, "-n", namespace, "--", *command)
     theirs = child_exec("eu-west", pod, namespace, *command)
@@ -306,7 +308,7 @@ def test_exec_passes_output_input_and_outcome_through(
         theirs.stdout,
         theirs.stderr,
     )
-    assert ours.returncode == 1 and "exit status 3" in ours.stderr
+    assert ours.returncode == 3 and "command terminated with exit code 3" in ours.stderr
 
 
 def test_an_spdy_upgrade_is_switched_through_the_hub_too(
