@@ -12,7 +12,12 @@ from typing import Any
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl, run_testbed
-from .test_placement import placed_condition, wait_locations_settled, with_strategy
+from .test_placement import (
+    placed_condition,
+    wait_locations_settled,
+    wait_placed_condition,
+    with_strategy,
+)
 from .test_testbed import deployment
 
 OURS = "endpointslice.kubernetes.io/managed-by=kmc.dev"
@@ -81,8 +86,16 @@ def test_a_service_goes_where_its_pods_run_and_their_endpoints_show_on_the_hub(
     )
     own = hub.json("get", "svc", "web", "-n", namespace)["spec"]["clusterIP"]
     assert all(s["spec"]["clusterIP"] not in ("", "None", own) for s in services.values())
-    condition = wait_for(lambda: placed_condition(hub, "service", "web", namespace))
-    assert condition["status"] == "True" and "deployments/web" in condition["message"]
+    # Decided when the Service went down, but written with its next status: until then the
+    # hub may still say it selected nothing (it was created before web was placed).
+    wait_placed_condition(
+        hub,
+        "service",
+        "web",
+        namespace,
+        lambda c: c.get("status") == "True" and "deployments/web" in c["message"],
+        timeout=180,
+    )
     hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=180s")
 
     def mirrored(where: set[str]) -> dict[str, list[Any]]:

@@ -11,7 +11,7 @@ import aiohttp
 
 from apiserver.contract import ORIGIN, PLACEMENT
 from apiserver.hubcache import HubCache
-from apiserver.kinds import DEPLOYMENT, Key
+from apiserver.kinds import CONFIGMAP, DEPLOYMENT, SERVICE, Key
 from apiserver.kube.client import Credentials, Kube
 from apiserver.leader import Leadership
 from apiserver.loops.sync.children import Children
@@ -92,6 +92,46 @@ async def test_a_childs_apply_answer_is_seen_at_once_and_slim() -> None:
         seen = children.of(web, "u1")
         assert list(seen) == ["edge"] and "template" not in seen["edge"]["spec"]
         assert woken == [web]
+    finally:
+        children.stop()
+        await asyncio.sleep(0)
+
+
+async def test_the_last_workload_gone_from_a_namespace_wakes_what_stayed_for_it() -> None:
+    """A ConfigMap or a Service leaving a location stays while the namespace still runs
+    something there; when its last workload goes, nothing about them changes, so the child
+    watch wakes them itself (else they would stay until something else did)."""
+    session = cast(aiohttp.ClientSession, None)
+    edge = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    woken: list[Key] = []
+    children = Children({"edge": edge}.get, (DEPLOYMENT, CONFIGMAP, SERVICE), woken.append)
+
+    def child(name: str, namespace: str = "shop") -> Obj:
+        meta = {"name": name, "namespace": namespace, "resourceVersion": "1"}
+        return {"metadata": {**meta, "labels": {ORIGIN: "u1"}}}
+
+    try:
+        children.connect("edge")
+        watch = children.watches["edge"]
+        for kind, obj in (
+            (DEPLOYMENT, child("web")),
+            (DEPLOYMENT, child("db")),
+            (CONFIGMAP, child("settings")),
+            (SERVICE, child("web")),
+            (SERVICE, child("web", "other")),
+        ):
+            await watch.observe(kind, obj)
+        deployments = watch.informers[DEPLOYMENT.key]
+        woken.clear()
+        await deployments._emit("DELETED", deployments.cache.pop("shop/web"), None)
+        assert woken == [Key("Deployment", "shop", "web")]  # db still runs in shop
+        woken.clear()
+        await deployments._emit("DELETED", deployments.cache.pop("shop/db"), None)
+        assert set(woken) == {
+            Key("Deployment", "shop", "db"),
+            Key("ConfigMap", "shop", "settings"),
+            Key("Service", "shop", "web"),
+        }
     finally:
         children.stop()
         await asyncio.sleep(0)

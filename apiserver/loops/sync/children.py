@@ -48,10 +48,12 @@ class ChildWatch:
             return
         self.kinds[kind.key] = kind
 
-        async def handler(_: str, obj: Obj, __: Obj | None) -> None:
+        async def handler(event: str, obj: Obj, __: Obj | None) -> None:
             # Every change, status too: it is folded up at once. Under load the queue holds a
             # key once however often it changes, which batches a child's churn by itself.
             self.on_change(Key.of(kind.key, obj))
+            if event == "DELETED" and kind.role is Role.WORKLOAD:
+                self._workload_gone(obj["metadata"].get("namespace", ""))
 
         # A child back from an outage must be seen again within seconds: the hub's status of
         # everything placed there waits for it.
@@ -77,6 +79,19 @@ class ChildWatch:
         """Our child of a hub object, as cached (read-only)."""
         informer = self.informers.get(key.kind)
         return informer.get(key.cache_key) if informer else None
+
+    def _workload_gone(self, namespace: str) -> None:
+        """The last workload of a namespace gone from this child: what stayed only for it (a
+        ConfigMap, a Service whose pods may still have been routed to) is looked at again,
+        as nothing else about them changed."""
+        if self.namespace_has_workloads(namespace):
+            return
+        for key, informer in list(self.informers.items()):
+            if self.kinds[key].role not in (Role.DEPENDENCY, Role.SELECTOR_FOLLOWER):
+                continue
+            for child in list(informer.cache.values()):
+                if child["metadata"].get("namespace") == namespace:
+                    self.on_change(Key.of(key, child))
 
     def namespace_has_workloads(self, namespace: str) -> bool:
         return any(
