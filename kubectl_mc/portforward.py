@@ -95,7 +95,7 @@ def run(
     addresses: list[str],
     say: Callable[[str], None],
 ) -> None:
-    """Forward until interrupted (Ctrl-C), saying what kubectl says as it goes."""
+    """Forward until interrupted (Ctrl-C, exit 0), saying what kubectl says as it goes."""
     target = where(client, namespace, pod)
     path = f"{REMOTE}/namespaces/{namespace}/pods/{target}/portforward"
     listening = []
@@ -111,8 +111,11 @@ def run(
     ]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.join()
+    except KeyboardInterrupt:
+        return  # Ctrl-C ends the forwarding, quietly and successfully, as kubectl's does
 
 
 def _accept(

@@ -17,6 +17,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -390,7 +391,9 @@ def test_port_forward_carries_bytes_both_ways(
     hub = kubectl["hub"]
     pods = placed(hub, namespace)
     pod = pods["us-east"]
-    with echo_server() as target:
+    # Both pipes drained all along: a pipe nobody reads fills up, and a process blocked
+    # writing to it cannot end on Ctrl-C.
+    with echo_server() as target, tempfile.TemporaryFile("w+") as errors:
         kubectl["us-east"].apply(
             {
                 "apiVersion": KWOK,
@@ -407,13 +410,14 @@ def test_port_forward_carries_bytes_both_ways(
         proc = subprocess.Popen(
             [Kubectl("hub").binary, "mc", "port-forward", pod, ":8080", "-n", namespace],
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=errors,
             text=True,
             env=_env(),
         )
         try:
             assert proc.stdout is not None
             first = proc.stdout.readline()
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
             match = re.fullmatch(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080\n", first)
             assert match, first
             local = int(match.group(1))
@@ -424,7 +428,12 @@ def test_port_forward_carries_bytes_both_ways(
             assert round_trip(local, b"and again") == b"and again"
         finally:
             proc.send_signal(signal.SIGINT)
-            proc.wait(30)
+            try:
+                assert proc.wait(60) == 0  # as kubectl's port-forward on Ctrl-C: quietly
+            finally:
+                proc.kill()
+                errors.seek(0)
+                print(errors.read()[-4000:])  # shown by pytest if the test failed
 
 
 # --- RBAC --------------------------------------------------------------------------------------
