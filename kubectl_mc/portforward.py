@@ -11,6 +11,7 @@ was already on its way back).
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 import threading
@@ -111,6 +112,9 @@ def run(
     ]
     for thread in threads:
         thread.start()
+    # Ctrl-C ends it even when started with SIGINT ignored (a shell's background job), as
+    # kubectl's signal.Notify does.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         for thread in threads:
             thread.join()
