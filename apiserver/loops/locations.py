@@ -40,6 +40,9 @@ class Settings:
     interval: float = 10.0  # between probes of a healthy child
     timeout: float = 5.0  # for one whole probe
     refresh: float = 60.0  # longest a status goes without a write
+    # What the children's pods request moves whenever pods start or end: a status in which
+    # only that moved is written at most this often (each is a write on the shared hub).
+    usage_quiet: float = 10.0
 
 
 class LocationLoop:
@@ -160,11 +163,7 @@ class LocationLoop:
         _log_transition(name, location.status, status)
         now = asyncio.get_running_loop().time()
         comparable = {k: v for k, v in status.items() if k != "lastProbeTime"}
-        if (
-            last_written is None
-            or last_written[0] != comparable
-            or now - last_written[1] >= self.settings.refresh
-        ):
+        if status_due(last_written, comparable, now, self.settings):
             with contextlib.suppress(ApiError):
                 await self.hub.merge_patch(f"{model.PATH}/{name}/status", {"status": status})
                 return (comparable, now)
@@ -200,6 +199,26 @@ class LocationLoop:
             message += f", {fields['schedulableNodes']} of them take new pods"
         fields["_ready"] = ("True", "Probed", message)
         return fields, True
+
+
+def status_due(
+    last_written: tuple[Any, float] | None, status: Obj, now: float, settings: Settings
+) -> bool:
+    """Is a Location's status (`status`, without its probe time) to be written now, given
+    what we last wrote and when? At once when anything but the pods' requests changed (Ready,
+    nodes, capacity, the APIs served); a change of requests alone waits `usage_quiet` since
+    the last write (the next probe writes it); and every `refresh`, so a reader sees it alive."""
+    if last_written is None:
+        return True
+    written, at = last_written
+    if now - at >= settings.refresh:
+        return True
+    if written == status:
+        return False
+    usage_only = {k: v for k, v in written.items() if k != "requested"} == {
+        k: v for k, v in status.items() if k != "requested"
+    }
+    return not usage_only or now - at >= settings.usage_quiet
 
 
 def _log_transition(name: str, previous: model.LocationStatus, status: Obj) -> None:
