@@ -44,14 +44,15 @@ RULES: list[tuple[str, dict[str, Any]]] = [
     ),
     ("sync: Jobs, the same", {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": _WRITE}),
     (
-        "sync: what pod templates refer to (follows its workloads), and a namespace's quota "
-        "share and limit ranges",
+        "sync: what pod templates refer to (follows its workloads), Services (follow the"
+        " workloads they select), and a namespace's quota share and limit ranges",
         {
             "apiGroups": [""],
             "resources": [
                 "configmaps",
                 "secrets",
                 "serviceaccounts",
+                "services",
                 "resourcequotas",
                 "limitranges",
             ],

@@ -38,6 +38,7 @@ CAN_I = [
     ("yes", "patch", "resourcequotas", "-n", "anywhere"),
     ("yes", "create", "limitranges", "-n", "anywhere"),
     ("yes", "create", "networkpolicies.networking.k8s.io", "-n", "anywhere"),
+    ("yes", "create", "services", "-n", "anywhere"),  # Services follow their workloads
     ("yes", "create", "pods", "-n", "anywhere"),  # bare Pods placed from the hub
     ("yes", "delete", "pods", "-n", "anywhere"),
     ("yes", "create", "roles.rbac.authorization.k8s.io", "-n", "anywhere"),
