@@ -80,6 +80,17 @@ class Writer:
         for change in decision.changes:
             self.events.post(obj, "Normal", change.reason, change.message)
 
+    def note(self, key: Key, obj: Obj, note: tuple[str, str] | None) -> None:
+        """A kind's word on where an object went (`Kind.note`): a Warning Event, posted when
+        the word changes (not at every look)."""
+        record = self.records.of(key)
+        message = note[1] if note is not None else None
+        if message == record.noted:
+            return
+        record.noted = message
+        if note is not None:
+            self.events.post(obj, "Warning", *note)
+
     def condition(
         self,
         kind: Kind,

@@ -160,7 +160,7 @@ class Folder:
 
     async def _write(self, kind: Kind, hub: Obj, status: Obj, manager: str) -> None:
         meta = hub["metadata"]
-        path = kind.path(meta["namespace"], meta["name"], "status")
+        path = kind.path(meta.get("namespace"), meta["name"], "status")
         body = status_body(hub, status, kind.whole_conditions)
         started = time.monotonic()
         try:

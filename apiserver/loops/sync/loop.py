@@ -309,16 +309,21 @@ class SyncLoop:
             )
             return dict(step.replicas), set(step.delete), step.waiting
         leaving = {loc for loc in children if loc not in placement and loc not in stale}
-        if kind.role in (Role.DEPENDENCY, Role.SELECTOR_FOLLOWER):
-            # A ConfigMap stays while anything of its namespace still runs there; a Service
-            # until the last pods it may route to have gone.
-            namespace = hub["metadata"]["namespace"]
+        namespace = hub["metadata"].get("namespace")
+        if namespace and kind.role in _STAY_WITH_PODS:
+            # A ConfigMap stays while anything of its namespace still runs there; a Service,
+            # or an Ingress, until the last pods it may route to have gone. (A PriorityClass,
+            # cluster-scoped, goes at once: pods that run keep their priority.)
             leaving = {
                 loc
                 for loc in leaving
                 if not self.children.watches[loc].namespace_has_workloads(namespace)
             }
         return dict(placement), leaving, ()
+
+
+# Kinds whose child stays in a location while its namespace still runs workloads there.
+_STAY_WITH_PODS = (Role.DEPENDENCY, Role.SELECTOR_FOLLOWER, Role.REFERENCE_FOLLOWER)
 
 
 def count_due(location: Obj, fresh: Obj, written: float | None, now: float, quiet: float) -> bool:
