@@ -4,9 +4,10 @@ An Ingress in a location whose Services are not there routes to nothing, and one
 where they are leaves those pods unreachable from outside. So it follows the Services its
 rules and default backend name, to every location any of them is placed in, and its TLS
 Secrets follow it as a pod template's Secrets follow a workload. One that names no placed
-Service stays on the hub, and its `kmc.dev/Placed` condition says so. Its hub status lists
-every location's load-balancer ingress points, as a LoadBalancer Service's does. (A backend
-`resource`, a CRD's object, is the child's to have; the IngressClass, cluster-scoped, too.)
+Service stays on the hub, and a Warning Event `NothingPlaced` says so: an Ingress's status
+has no conditions to carry `kmc.dev/Placed`. Its hub status lists every location's
+load-balancer ingress points, as a LoadBalancer Service's does. (A backend `resource`, a
+CRD's object, is the child's to have; the IngressClass, cluster-scoped, too.)
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ INGRESS = Kind(
     role=Role.REFERENCE_FOLLOWER,
     follows=services_of,
     uses=tls_secrets_of,
-    fold_rules=Rules(fields=load_balancer_fields, observes_generation=False),
+    # networking.k8s.io/v1's IngressStatus has no conditions: only its load balancer's points.
+    fold_rules=Rules(
+        fields=load_balancer_fields, observes_generation=False, conditions_in_status=False
+    ),
 )
 
 ENTRIES = (INGRESS,)

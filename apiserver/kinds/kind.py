@@ -182,6 +182,11 @@ class Kind:
         return self.fold_rules is not None
 
     @property
+    def has_conditions(self) -> bool:
+        """Does the hub object show our conditions (`kmc.dev/Placed`, `kmc.dev/Synced`)?"""
+        return self.fold_rules is not None and self.fold_rules.conditions_in_status
+
+    @property
     def collection(self) -> str:
         """The all-namespaces list path."""
         return f"{self._prefix}/{self.plural}"

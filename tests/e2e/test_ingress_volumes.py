@@ -16,7 +16,7 @@ import pytest
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl
-from .test_placement import placed_condition, with_strategy
+from .test_placement import with_strategy
 from .test_services import wait_for
 from .test_testbed import deployment
 
@@ -53,6 +53,14 @@ def ours_left(kubectl: dict[str, Kubectl], resources: str, namespace: str) -> di
         if proc.stdout.strip():
             left[child] = proc.stdout.strip()
     return left
+
+
+def events(hub: Kubectl, namespace: str, kind: str, name: str, reason: str) -> list[Any]:
+    selector = f"involvedObject.kind={kind},involvedObject.name={name},reason={reason}"
+    items: list[Any] = hub.json("get", "events", "-n", namespace, "--field-selector", selector)[
+        "items"
+    ]
+    return items
 
 
 def pinned(name: str, replicas: int, where: list[str], **pod_spec: Any) -> dict[str, Any]:
@@ -100,14 +108,16 @@ def test_an_ingress_goes_where_its_services_are_and_waits_on_the_hub_for_them(
         ),
         say="its TLS Secret with it",
     )
-    condition = wait_for(lambda: placed_condition(hub, "ingress", "web", namespace))
-    assert condition["status"] == "True" and "services/web" in condition["message"]
-    # An Ingress whose Service is placed nowhere (there is none) stays on the hub, and says so.
-    condition = wait_for(
-        lambda: (c := placed_condition(hub, "ingress", "lonely", namespace)).get("reason") and c
+    placement = json.loads(
+        hub.json("get", "ingress", "web", "-n", namespace)["metadata"]["annotations"][
+            "kmc.dev/placement"
+        ]
     )
-    assert (condition["status"], condition["reason"]) == ("False", "NothingPlaced")
-    assert "services/nope" in condition["message"]
+    assert placement == {"eu-west": None, "us-east": None}
+    # An Ingress whose Service is placed nowhere (there is none) stays on the hub, and says
+    # so (an Ingress's status has no conditions: a Warning Event, as `kubectl describe` shows).
+    event = wait_for(lambda: events(hub, namespace, "Ingress", "lonely", "NothingPlaced"))[0]
+    assert event["type"] == "Warning" and "services/nope" in event["message"]
     assert not in_children(kubectl, "ingress", "lonely", namespace)
     # Its Service comes (selecting web's pods): it follows at once.
     hub.run("expose", "deployment", "web", "--name=nope", "-n", namespace, "--port=80")
@@ -116,10 +126,6 @@ def test_an_ingress_goes_where_its_services_are_and_waits_on_the_hub_for_them(
             in_children(kubectl, "ingress", "lonely", namespace).keys() == {"us-east", "eu-west"}
         ),
         say="the lonely Ingress placed with its new Service",
-    )
-    wait_for(
-        lambda: placed_condition(hub, "ingress", "lonely", namespace).get("status") == "True",
-        say="its condition says so",
     )
     # Everything deleted: nothing of ours is left in any child.
     hub.run("delete", "ingress,service,deployment,secret", "--all", "-n", namespace)
@@ -195,20 +201,13 @@ def test_a_claim_goes_where_its_workload_runs_is_bound_there_and_says_it_is_two_
     hub.run("rollout", "status", "deployment/db", "-n", namespace, "--timeout=180s")
     status = hub.json("get", "pvc", "data", "-n", namespace)["status"]
     assert status["capacity"] == {"storage": "1Gi"} and status["accessModes"] == ["ReadWriteOnce"]
-    events = wait_for(
-        lambda: hub.json(
-            "get",
-            "events",
-            "-n",
-            namespace,
-            "--field-selector",
-            "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=data,"
-            "reason=VolumePerLocation",
-        )["items"],
+    events_seen = wait_for(
+        lambda: events(hub, namespace, "PersistentVolumeClaim", "data", "VolumePerLocation"),
         say="a VolumePerLocation Event on the hub claim",
     )
-    assert events[0]["type"] == "Warning"
-    assert "ReadWriteOnce claim used in 2 locations (us-east, us-west)" in events[0]["message"]
+    assert events_seen[0]["type"] == "Warning"
+    message = events_seen[0]["message"]
+    assert "ReadWriteOnce claim used in 2 locations (us-east, us-west)" in message
     # Everything deleted: the children's claims go too.
     hub.run("delete", "deployment", "db", "-n", namespace)
     hub.run("delete", "pvc", "data", "-n", namespace, "--timeout=180s")

@@ -21,6 +21,7 @@ from apiserver.kinds import (
     Kind,
     Role,
 )
+from apiserver.loops.handoff import Handoff
 from apiserver.loops.placement.follow import Follower
 from apiserver.loops.placement.place import _dependency
 from apiserver.loops.placement.records import Records
@@ -102,6 +103,7 @@ def test_an_ingress_lists_every_locations_load_balancer_points() -> None:
             {"hostname": "lb.us-east.example", "ports": [{"port": 443}]},
         ]
     }
+    assert "conditions" not in status  # an Ingress's status has none to carry ours
     quiet = {loc: {"metadata": {"name": "web"}, "status": {}} for loc in children}
     assert (
         fold(INGRESS_OBJ, INGRESS.fold_rules, quiet, placement, {}, {}, "now")["loadBalancer"] == {}
@@ -324,3 +326,54 @@ def test_the_hub_cache_names_cluster_scoped_objects_without_a_namespace() -> Non
     assert list(cache.list_keys("PriorityClass", "shop")) == []
     assert list(cache.list_keys("ConfigMap", "shop")) == [Key("ConfigMap", "shop", "web")]
     assert cache.get(Key("PriorityClass", "", "high")) == {"metadata": {"name": "high"}}
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.posted: list[tuple[str, str, str]] = []
+
+    def post(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+        self.posted.append((event_type, reason, message))
+
+
+class _HubOnly:
+    hub = None
+
+
+def _writer() -> tuple[Writer, Handoff, _Events]:
+    handoff = Handoff()
+    writer = Writer(cast(HubCache, _HubOnly()), handoff, Records(touched=lambda _: None))
+    events = _Events()
+    writer.events = cast(Any, events)
+    return writer, handoff, events
+
+
+def test_an_ingress_not_placed_says_so_in_an_event_once_having_no_condition_to_say_it() -> None:
+    writer, handoff, events = _writer()
+    key = Key("Ingress", "shop", "lonely")
+    obj: Obj = {"metadata": {"name": "lonely", "namespace": "shop"}}
+    for _ in range(2):
+        writer.condition(INGRESS, key, obj, "False", "NothingPlaced", "nothing it names")
+    assert events.posted == [("Warning", "NothingPlaced", "nothing it names")]
+    assert handoff.condition_of(key) is None  # no condition to write in its status
+    writer.condition(INGRESS, key, obj, "True", "Placed", "with services/web")
+    assert len(events.posted) == 1
+    # A Service says the same in its condition, with no Event.
+    service = Key("Service", "shop", "web")
+    writer.condition(SERVICE, service, obj, "False", "NothingSelected", "no pods")
+    assert len(events.posted) == 1
+    assert (handoff.condition_of(service) or {}).get("reason") == "NothingSelected"
+
+
+def test_a_claim_in_two_locations_is_said_once_per_change() -> None:
+    writer, _, events = _writer()
+    key = Key("PersistentVolumeClaim", "shop", "data")
+    two = PERSISTENTVOLUMECLAIM.note(CLAIM, {"us-east": None, "us-west": None})
+    three = PERSISTENTVOLUMECLAIM.note(CLAIM, dict.fromkeys(["eu-west", "us-east", "us-west"]))
+    for note in (two, two, three, None, None, two):
+        writer.note(key, CLAIM, note)
+    assert [message[2].split(":")[0] for message in events.posted] == [
+        "ReadWriteOnce claim used in 2 locations (us-east, us-west)",
+        "ReadWriteOnce claim used in 3 locations (eu-west, us-east, us-west)",
+        "ReadWriteOnce claim used in 2 locations (us-east, us-west)",
+    ]
