@@ -47,6 +47,10 @@ class Records:
             record = self._records[key] = Record()
         return record
 
+    def get(self, key: Key) -> Record | None:
+        """The object's record, if it has one (`of` makes one)."""
+        return self._records.get(key)
+
     def held(self, key: Key, now: float) -> dict[str, tuple[int, float]]:
         """The capacity holds of an object that have not run out."""
         record = self._records.get(key)

@@ -83,9 +83,10 @@ class Writer:
     def note(self, key: Key, obj: Obj, note: tuple[str, str] | None) -> None:
         """A kind's word on where an object went (`Kind.note`): a Warning Event, posted when
         the word changes (not at every look)."""
-        record = self.records.of(key)
+        # Most dependencies never have a word to say: no record is made for them.
+        record = self.records.of(key) if note is not None else self.records.get(key)
         message = note[1] if note is not None else None
-        if message == record.noted:
+        if record is None or message == record.noted:
             return
         record.noted = message
         if note is not None:
