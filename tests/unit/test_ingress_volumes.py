@@ -26,6 +26,8 @@ from apiserver.loops.placement.follow import Follower
 from apiserver.loops.placement.place import _dependency
 from apiserver.loops.placement.records import Records
 from apiserver.loops.placement.writes import Writer
+from apiserver.loops.sync.apply import Applier
+from apiserver.loops.sync.records import Records as SyncRecords
 from apiserver.objects import Obj
 from apiserver.placement.dependencies import references
 from apiserver.sync.desired import child_object
@@ -377,3 +379,68 @@ def test_a_claim_in_two_locations_is_said_once_per_change() -> None:
         "ReadWriteOnce claim used in 3 locations (eu-west, us-east, us-west)",
         "ReadWriteOnce claim used in 2 locations (us-east, us-west)",
     ]
+
+
+# --- a cluster-scoped child: applied and deleted with no namespace to make --------------------
+
+
+class _ChildKube:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    async def apply(self, path: str, body: Obj, manager: str) -> Obj:
+        self.calls.append(("apply", path))
+        return {**body, "metadata": {**body["metadata"], "resourceVersion": "1"}}
+
+    async def create(self, path: str, body: Obj) -> Obj:
+        self.calls.append(("create", path))
+        return body
+
+    async def delete(self, path: str) -> Obj:
+        self.calls.append(("delete", path))
+        return {}
+
+
+class _Watch:
+    def __init__(self) -> None:
+        self.kube = _ChildKube()
+        self.namespaces: set[str] = set()
+
+    def ensure(self, kind: Kind) -> None:
+        pass
+
+    def get(self, key: Key) -> Obj | None:
+        return None
+
+    async def observe(self, kind: Kind, answer: Obj) -> None:
+        pass
+
+
+class _Locations:
+    def get(self, name: str) -> Obj | None:
+        return None
+
+
+class _SyncCache:
+    locations = _Locations()
+    namespaces = _Locations()
+
+    def policies_for(self, namespace: str) -> list[Any]:
+        raise AssertionError("a cluster-scoped object has no namespace's policies")
+
+
+async def test_a_priority_class_is_applied_and_deleted_in_a_child_without_a_namespace() -> None:
+    watch = _Watch()
+    children = cast(Any, type("C", (), {"get": lambda self, loc: watch})())
+    applier = Applier(cast(Any, _SyncCache()), children, SyncRecords(), cast(Any, _Events()))
+    high: Obj = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high", "uid": "pc-uid"},
+        "value": 1000,
+    }
+    key = Key("PriorityClass", "", "high")
+    assert await applier.apply(key, PRIORITYCLASS, high, "us-east", {"us-east": None}, ())
+    assert await applier.delete(key, PRIORITYCLASS, high, "us-east")
+    path = "/apis/scheduling.k8s.io/v1/priorityclasses/high"
+    assert watch.kube.calls == [("apply", path), ("delete", path)]
