@@ -4,7 +4,10 @@ what a child of each holds, and the indexes that wake a follower."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, cast
+
+import aiohttp
 
 from apiserver.contract import PLACEMENT
 from apiserver.hubcache import HubCache
@@ -21,12 +24,14 @@ from apiserver.kinds import (
     Kind,
     Role,
 )
+from apiserver.kube.client import Credentials, Kube
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.placement.follow import Follower
 from apiserver.loops.placement.place import _dependency
 from apiserver.loops.placement.records import Records
 from apiserver.loops.placement.writes import Writer
 from apiserver.loops.sync.apply import Applier
+from apiserver.loops.sync.children import Children
 from apiserver.loops.sync.records import Records as SyncRecords
 from apiserver.objects import Obj
 from apiserver.placement.dependencies import references
@@ -444,3 +449,30 @@ async def test_a_priority_class_is_applied_and_deleted_in_a_child_without_a_name
     assert await applier.delete(key, PRIORITYCLASS, high, "us-east")
     path = "/apis/scheduling.k8s.io/v1/priorityclasses/high"
     assert watch.kube.calls == [("apply", path), ("delete", path)]
+
+
+async def test_a_workload_leaving_a_child_looks_again_at_what_stays_only_for_it() -> None:
+    """A claim (a ConfigMap, a Service) that left the placement during a move stays while its
+    namespace still runs workloads there: the last one leaving looks at it again."""
+    session = cast(aiohttp.ClientSession, None)
+    edge = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    woken: list[Key] = []
+    children = Children({"edge": edge}.get, (DEPLOYMENT, PERSISTENTVOLUMECLAIM), woken.append)
+    try:
+        children.connect("edge")
+        watch = children.watches["edge"]
+        watch.informers["PersistentVolumeClaim"].cache.update(
+            {"shop/data": {"metadata": {}}, "other/data": {"metadata": {}}}
+        )
+        web: Obj = {"metadata": {"name": "web", "namespace": "shop"}}
+        moved = watch.informers["Deployment"].handlers[0]
+        await moved("MODIFIED", web, None)
+        assert woken == [Key("Deployment", "shop", "web")]
+        await moved("DELETED", web, web)
+        assert woken[1:] == [
+            Key("Deployment", "shop", "web"),
+            Key("PersistentVolumeClaim", "shop", "data"),
+        ]
+    finally:
+        children.stop()
+        await asyncio.sleep(0)

@@ -18,6 +18,9 @@ from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
 from apiserver.objects import Obj
 
+# Kinds whose child stays in a location while its namespace runs workloads there.
+STAY_WITH_WORKLOADS = (Role.DEPENDENCY, Role.SELECTOR_FOLLOWER, Role.REFERENCE_FOLLOWER)
+
 
 class ChildWatch:
     """Our objects in one child (origin label set), per kind, as last seen."""
@@ -48,10 +51,13 @@ class ChildWatch:
             return
         self.kinds[kind.key] = kind
 
-        async def handler(_: str, obj: Obj, __: Obj | None) -> None:
+        async def handler(event: str, obj: Obj, __: Obj | None) -> None:
             # Every change, status too: it is folded up at once. Under load the queue holds a
             # key once however often it changes, which batches a child's churn by itself.
-            self.on_change(Key.of(kind.key, obj))
+            key = Key.of(kind.key, obj)
+            self.on_change(key)
+            if event == "DELETED" and kind.role is Role.WORKLOAD:
+                self._workload_left(key.namespace)
 
         # A child back from an outage must be seen again within seconds: the hub's status of
         # everything placed there waits for it.
@@ -77,6 +83,18 @@ class ChildWatch:
         """Our child of a hub object, as cached (read-only)."""
         informer = self.informers.get(key.kind)
         return informer.get(key.cache_key) if informer else None
+
+    def _workload_left(self, namespace: str) -> None:
+        """A workload of ours left this child: what stays here only while its namespace runs
+        workloads here (a ConfigMap, a claim, a Service, an Ingress that left the placement
+        during a move) is looked at again, and goes if that was the last."""
+        for kind_key, informer in list(self.informers.items()):
+            if self.kinds[kind_key].role not in STAY_WITH_WORKLOADS:
+                continue
+            for cache_key in list(informer.cache):
+                ns, _, name = cache_key.rpartition("/")
+                if ns == namespace:
+                    self.on_change(Key(kind_key, ns, name))
 
     def namespace_has_workloads(self, namespace: str) -> bool:
         return any(

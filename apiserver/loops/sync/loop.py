@@ -37,7 +37,7 @@ from apiserver.loops import hubwrites
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.sync.apply import Applier
 from apiserver.loops.sync.bounded import Bounded
-from apiserver.loops.sync.children import Children
+from apiserver.loops.sync.children import STAY_WITH_WORKLOADS, Children
 from apiserver.loops.sync.cleanup import Cleaner
 from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.records import Records
@@ -310,7 +310,7 @@ class SyncLoop:
             return dict(step.replicas), set(step.delete), step.waiting
         leaving = {loc for loc in children if loc not in placement and loc not in stale}
         namespace = hub["metadata"].get("namespace")
-        if namespace and kind.role in _STAY_WITH_PODS:
+        if namespace and kind.role in STAY_WITH_WORKLOADS:
             # A ConfigMap stays while anything of its namespace still runs there; a Service,
             # or an Ingress, until the last pods it may route to have gone. (A PriorityClass,
             # cluster-scoped, goes at once: pods that run keep their priority.)
@@ -320,10 +320,6 @@ class SyncLoop:
                 if not self.children.watches[loc].namespace_has_workloads(namespace)
             }
         return dict(placement), leaving, ()
-
-
-# Kinds whose child stays in a location while its namespace still runs workloads there.
-_STAY_WITH_PODS = (Role.DEPENDENCY, Role.SELECTOR_FOLLOWER, Role.REFERENCE_FOLLOWER)
 
 
 def count_due(location: Obj, fresh: Obj, written: float | None, now: float, quiet: float) -> bool:
