@@ -208,6 +208,16 @@ def test_a_claim_goes_where_its_workload_runs_is_bound_there_and_says_it_is_two_
     assert events_seen[0]["type"] == "Warning"
     message = events_seen[0]["message"]
     assert "ReadWriteOnce claim used in 2 locations (us-east, us-west)" in message
+    # The workload leaves us-west: its claim there goes once the last of its pods has.
+    db["metadata"]["annotations"]["kmc.dev/strategy"] = json.dumps(
+        {"type": "Split", "pin": ["us-east"]}
+    )
+    hub.apply(db, namespace)
+    wait_for(
+        lambda: in_children(kubectl, "pvc", "data", namespace).keys() == {"us-east"},
+        say="the claim in us-east only, after the move",
+    )
+    hub.run("rollout", "status", "deployment/db", "-n", namespace, "--timeout=180s")
     # Everything deleted: the children's claims go too.
     hub.run("delete", "deployment", "db", "-n", namespace)
     hub.run("delete", "pvc", "data", "-n", namespace, "--timeout=180s")
