@@ -116,9 +116,9 @@ class Writer:
         ):
             return
         record = self.records.of(key)
-        # A kind whose status has no conditions (an Ingress) says why it is not placed by an
-        # Event alone.
-        warn = warn or (status == "False" and not kind.has_conditions)
+        # A kind whose status we fold but has no conditions (an Ingress) says why it is not
+        # placed by an Event alone.
+        warn = warn or (status == "False" and kind.folds and not kind.has_conditions)
         if warn and record.warned != message:
             # Remembered too: a reconcile working from a cache that predates our condition
             # write must not warn twice.
