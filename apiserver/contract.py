@@ -106,7 +106,9 @@ def status_body(obj: Obj, status: Obj, whole_conditions: bool = False) -> Obj:
     we do not write go back as read, in their places, under the resourceVersion they were
     read at."""
     meta = obj["metadata"]
-    head = {"name": meta["name"], "namespace": meta["namespace"]}
+    head = {"name": meta["name"]}
+    if meta.get("namespace"):
+        head["namespace"] = meta["namespace"]
     if whole_conditions and "conditions" in status:
         ours = {c["type"]: c for c in status["conditions"]}
         read = (obj.get("status") or {}).get("conditions") or []

@@ -82,7 +82,7 @@ class HubCache:
         for kind_key in [kind] if kind is not None else list(self.objects):
             informer = self.objects.get(kind_key)
             for cache_key in list(informer.cache if informer else ()):
-                ns, name = cache_key.split("/", 1)
+                ns, _, name = cache_key.rpartition("/")  # no namespace: cluster-scoped
                 if namespace is None or ns == namespace:
                     yield Key(kind_key, ns, name)
 

@@ -44,20 +44,25 @@ RULES: list[tuple[str, dict[str, Any]]] = [
     ),
     ("sync: Jobs, the same", {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": _WRITE}),
     (
-        "sync: what pod templates refer to (follows its workloads), Services (follow the"
-        " workloads they select), and a namespace's quota share and limit ranges",
+        "sync: what pod templates refer to (follows its workloads: claims too), Services (follow"
+        " the workloads they select), and a namespace's quota share and limit ranges",
         {
             "apiGroups": [""],
             "resources": [
                 "configmaps",
                 "secrets",
                 "serviceaccounts",
+                "persistentvolumeclaims",
                 "services",
                 "resourcequotas",
                 "limitranges",
             ],
             "verbs": _WRITE,
         },
+    ),
+    (
+        "sync: the PriorityClasses pod templates name follow their workloads (cluster-scoped)",
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": _WRITE},
     ),
     (
         "sync: a namespace's Roles and RoleBindings go where its workloads run, so punch-through"
@@ -70,8 +75,13 @@ RULES: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     (
-        "sync: a namespace's NetworkPolicies go where its workloads run",
-        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": _WRITE},
+        "sync: a namespace's NetworkPolicies go where its workloads run, Ingresses where the"
+        " Services they name are",
+        {
+            "apiGroups": ["networking.k8s.io"],
+            "resources": ["networkpolicies", "ingresses"],
+            "verbs": _WRITE,
+        },
     ),
     (
         "sync: bare Pods placed here from the hub (kubectl run), written and watched",

@@ -2,7 +2,8 @@
 modules.
 
 `kind.py` says what an entry holds; each family's entries live beside their own share and
-fold functions (`workloads.py`, `job.py`, `config.py`, `namespaced.py`, `core.py`). What the
+fold functions (`workloads.py`, `job.py`, `config.py`, `namespaced.py`, `core.py`,
+`ingress.py`). What the
 hub cache watches, what the loops place, what the views and punch-through serve all derive
 from the tables below. A CRD's kind joins at run time (`of_crd`). Modules pass `Key`s, never
 strings they would have to parse.
@@ -13,12 +14,25 @@ belongs to, and list it in that family's `ENTRIES`.
 
 from __future__ import annotations
 
-from apiserver.kinds import config, core, job, namespaced, workloads
-from apiserver.kinds.config import CONFIGMAP, SECRET, SERVICEACCOUNT
+from apiserver.kinds import config, core, ingress, job, namespaced, workloads
+from apiserver.kinds.config import (
+    CONFIGMAP,
+    PERSISTENTVOLUMECLAIM,
+    PRIORITYCLASS,
+    SECRET,
+    SERVICEACCOUNT,
+)
 from apiserver.kinds.core import ENDPOINTSLICE, EVENT, POD, REMOTE, SERVICE
+from apiserver.kinds.ingress import INGRESS
 from apiserver.kinds.job import JOB
 from apiserver.kinds.kind import NAMESPACE, Change, Key, Kind, Remote, Role, View
-from apiserver.kinds.namespaced import LIMITRANGE, RESOURCEQUOTA, ROLE, ROLEBINDING
+from apiserver.kinds.namespaced import (
+    LIMITRANGE,
+    NETWORKPOLICY,
+    RESOURCEQUOTA,
+    ROLE,
+    ROLEBINDING,
+)
 from apiserver.kinds.workloads import DAEMONSET, DEPLOYMENT, REPLICASET, STATEFULSET
 from apiserver.objects import ReadOnly
 
@@ -29,11 +43,15 @@ __all__ = [
     "DEPLOYMENT",
     "ENDPOINTSLICE",
     "EVENT",
+    "INGRESS",
     "JOB",
     "LIMITRANGE",
     "NAMESPACE",
+    "NETWORKPOLICY",
+    "PERSISTENTVOLUMECLAIM",
     "PLACED",
     "POD",
+    "PRIORITYCLASS",
     "REMOTE",
     "REPLICASET",
     "RESOURCEQUOTA",
@@ -59,6 +77,7 @@ ALL: tuple[Kind, ...] = (
     *config.ENTRIES,
     *namespaced.ENTRIES,
     *core.ENTRIES,
+    *ingress.ENTRIES,
 )
 # Built-in kinds the hub cache watches and the placement loop places, by key.
 PLACED: dict[str, Kind] = {k.key: k for k in ALL if k.role is not None}

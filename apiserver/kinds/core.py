@@ -37,7 +37,7 @@ def _service_selector(service: ReadOnly) -> Selects | None:
     return lambda labels: all(labels.get(key) == value for key, value in wanted.items())
 
 
-def _service_fields(status: Obj, hub: ReadOnly, seen: Children, previous: ReadOnly) -> None:
+def load_balancer_fields(status: Obj, hub: ReadOnly, seen: Children, previous: ReadOnly) -> None:
     """A LoadBalancer's ingress points: every location's, once each, in location order."""
     points: list[Obj] = []
     for child in seen.present.values():
@@ -157,7 +157,7 @@ SERVICE = Kind(
     syncable=_not_the_apiserver,
     share=service_share,
     selector=_service_selector,
-    fold_rules=Rules(fields=_service_fields, observes_generation=False),
+    fold_rules=Rules(fields=load_balancer_fields, observes_generation=False),
     remote=Remote("service", "services", "core v1"),
 )
 ENDPOINTSLICE = Kind(

@@ -35,6 +35,9 @@ class Role(StrEnum):
     # Where the workloads its selector matches run (a Service; without a selector, wherever
     # its namespace's workloads run).
     SELECTOR_FOLLOWER = "selector-follower"
+    # Wherever any of the objects it names is placed (an Ingress: the Services its rules and
+    # default backend name); kept on the hub, and saying why, while none of them is.
+    REFERENCE_FOLLOWER = "reference-follower"
     CUSTOM = "custom"  # a CRD's kind: placed only when it carries a strategy
 
 
@@ -51,6 +54,12 @@ Share = Callable[[Obj, str, Placement], None]
 
 Selects = Callable[[Mapping[str, str]], bool]
 """Does a selector match these pod labels?"""
+
+Names = Callable[[ReadOnly], frozenset[tuple[str, str]]]
+"""(kind key, name) of the objects in its own namespace an object names."""
+
+Note = Callable[[ReadOnly, Placement], tuple[str, str] | None]
+"""(reason, message) of a Warning Event worth posting about where an object is placed."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,14 @@ def _no_selector(_: ReadOnly) -> Selects | None:
     return None
 
 
+def _names_nothing(_: ReadOnly) -> frozenset[tuple[str, str]]:
+    return frozenset()
+
+
+def _nothing_to_note(_: ReadOnly, __: Placement) -> tuple[str, str] | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Kind:
     """One kind of hub object; `key` is the Kind, or Kind.group for a CRD's."""
@@ -132,6 +149,14 @@ class Kind:
     weighed: bool = False
     # A selector follower's selector, as a test of pod labels; None: it has none.
     selector: Callable[[ReadOnly], Selects | None] = _no_selector
+    # A reference follower's objects it goes with (an Ingress: its Services).
+    follows: Names = _names_nothing
+    # Dependencies it names besides a pod template's, which follow it as they follow a
+    # workload (an Ingress's TLS Secrets).
+    uses: Names = _names_nothing
+    # A word on where a dependency went, said once per change (a ReadWriteOnce claim in two
+    # locations is two volumes).
+    note: Note = _nothing_to_note
     # Pods' controller: owners whose pods point at them directly (`direct`), or through an
     # intermediary of this kind whose name ends in the pod-template-hash (`via`).
     owns_pods: bool = False
@@ -155,6 +180,11 @@ class Kind:
     @property
     def folds(self) -> bool:
         return self.fold_rules is not None
+
+    @property
+    def has_conditions(self) -> bool:
+        """Does the hub object show our conditions (`kmc.dev/Placed`, `kmc.dev/Synced`)?"""
+        return self.fold_rules is not None and self.fold_rules.conditions_in_status
 
     @property
     def collection(self) -> str:

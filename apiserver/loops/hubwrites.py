@@ -21,7 +21,7 @@ async def annotate(
 ) -> Obj:
     """Set (None: remove) annotations, and add `finalizer` when it is missing; the answer."""
     meta = obj["metadata"]
-    path = kind.path(meta["namespace"], meta["name"])
+    path = kind.path(meta.get("namespace"), meta["name"])
     finalizers = list(meta.get("finalizers") or [])
     adding = bool(finalizer) and finalizer not in finalizers
     if not kind.custom:
@@ -49,6 +49,6 @@ async def remove_finalizer(hub: Kube, kind: Kind, obj: Obj, finalizer: str) -> N
         return
     at = f"/metadata/finalizers/{finalizers.index(finalizer)}"
     await hub.json_patch(
-        kind.path(meta["namespace"], meta["name"]),
+        kind.path(meta.get("namespace"), meta["name"]),
         [{"op": "test", "path": at, "value": finalizer}, {"op": "remove", "path": at}],
     )

@@ -1,9 +1,11 @@
 """Which objects a pod template needs, so that they follow the workloads that use them.
 
 A Deployment placed in `us-east` is useless there without the ConfigMaps, Secrets and
-ServiceAccount its pods mount, read or run as: the kubelet would keep the pods in
-ContainerCreating. So by default such objects are placed exactly where their users are — no
-more (a Secret should not spread to clusters that do not need it), no less.
+ServiceAccount its pods mount, read or run as, the PersistentVolumeClaims they mount and the
+PriorityClass they run at: the kubelet would keep the pods in ContainerCreating, the
+scheduler would not place them, or admission would refuse them. So by default such objects
+are placed exactly where their users are — no more (a Secret should not spread to clusters
+that do not need it), no less.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from apiserver.objects import ReadOnly
 
 Reference = tuple[str, str]
-"""(kind, name) of an object in the pod's own namespace."""
+"""(kind, name) of an object the pod spec names: in the pod's own namespace, or cluster-scoped
+(a PriorityClass); the kind's entry says which."""
 
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
@@ -39,7 +42,8 @@ def pod_spec_at(obj: ReadOnly, path: Iterable[str]) -> ReadOnly | None:
 
 
 def references(pod_spec: ReadOnly) -> frozenset[Reference]:
-    """(kind, name) of every ConfigMap, Secret and ServiceAccount the pod spec refers to."""
+    """(kind, name) of every ConfigMap, Secret, ServiceAccount, PersistentVolumeClaim and
+    PriorityClass the pod spec refers to."""
     refs = set(_volume_refs(pod_spec))
     for container in _items(pod_spec, *_CONTAINER_LISTS):
         refs.update(_container_refs(container))
@@ -48,6 +52,7 @@ def references(pod_spec: ReadOnly) -> frozenset[Reference]:
     account = pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
     if account != "default":
         refs.update(_named("ServiceAccount", account))
+    refs.update(_named("PriorityClass", pod_spec.get("priorityClassName")))
     return frozenset(refs)
 
 
@@ -78,6 +83,8 @@ def _get(obj: ReadOnly, key: str) -> ReadOnly:
 def _volume_refs(pod_spec: ReadOnly) -> Iterator[Reference]:
     for volume in _items(pod_spec, "volumes"):
         yield from _named("ConfigMap", _get(volume, "configMap").get("name"))
+        claim = _get(volume, "persistentVolumeClaim").get("claimName")
+        yield from _named("PersistentVolumeClaim", claim)
         yield from _named("Secret", _get(volume, "secret").get("secretName"))
         yield from _named("Secret", _get(volume, "azureFile").get("secretName"))
         for source, field in _VOLUME_SECRET_REFS:

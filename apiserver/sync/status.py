@@ -75,6 +75,8 @@ class Rules:
     update_time: bool = False  # its conditions carry lastUpdateTime too
     # Its children's status says which generation their controller saw (observedGeneration).
     observes_generation: bool = True
+    # Its status has a conditions list (an Ingress's has none: no Synced, no Placed there).
+    conditions_in_status: bool = True
 
 
 def fold(
@@ -104,6 +106,8 @@ def fold(
     observed = _observed_generation(hub, seen, applied, previous)
     if observed is not None:
         status["observedGeneration"] = observed
+    if not rules.conditions_in_status:
+        return dict(sorted(status.items()))
     conditions = [*rules.conditions(hub, seen, status, previous), _synced(seen)]
     if rules.settle is not None:
         rules.settle(status, conditions)

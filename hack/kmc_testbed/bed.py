@@ -63,7 +63,7 @@ KWOK_KINDS = (
 )
 KWOK_API = "/apis/kwok.x-k8s.io/v1alpha1"
 NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110"}
-# Workload controllers the hub must not run: hub workloads are placed, never run, there.
+# Controllers the hub must not run: hub workloads are placed, never run, there.
 HUB_DISABLED_CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
@@ -71,6 +71,9 @@ HUB_DISABLED_CONTROLLERS = (
     "daemonset-controller",
     "job-controller",
     "cronjob-controller",
+    # A hub claim follows its workloads and each location binds its own volume: its phase is
+    # folded from theirs, and a hub binder would set it back to Pending every resync.
+    "persistentvolume-binder-controller",
 )
 CHILD_KINDS = ("apiserver", "controller-manager", "scheduler", "kwok")
 HUB_KINDS = ("apiserver", "controller-manager")

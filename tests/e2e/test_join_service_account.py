@@ -38,7 +38,10 @@ CAN_I = [
     ("yes", "patch", "resourcequotas", "-n", "anywhere"),
     ("yes", "create", "limitranges", "-n", "anywhere"),
     ("yes", "create", "networkpolicies.networking.k8s.io", "-n", "anywhere"),
-    ("yes", "create", "services", "-n", "anywhere"),  # Services follow their workloads
+    ("yes", "create", "ingresses.networking.k8s.io", "-n", "anywhere"),
+    ("yes", "create", "services", "-n", "anywhere"),
+    ("yes", "patch", "persistentvolumeclaims", "-n", "anywhere"),
+    ("yes", "delete", "priorityclasses.scheduling.k8s.io"),
     ("yes", "create", "pods", "-n", "anywhere"),  # bare Pods placed from the hub
     ("yes", "delete", "pods", "-n", "anywhere"),
     ("yes", "create", "roles.rbac.authorization.k8s.io", "-n", "anywhere"),

@@ -1,4 +1,5 @@
-"""Dependencies: the ConfigMaps, Secrets and ServiceAccounts a pod template needs, and where."""
+"""Dependencies: the ConfigMaps, Secrets, ServiceAccounts, claims and priority classes a pod
+template needs, and where."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from apiserver.placement.dependencies import follow, pod_spec_at, references
 
 POD_SPEC: dict[str, Any] = {
     "serviceAccountName": "web-sa",
+    "priorityClassName": "high",
     "imagePullSecrets": [{"name": "registry"}],
     "initContainers": [
         {"name": "init", "envFrom": [{"configMapRef": {"name": "init-env"}}]},
@@ -69,6 +71,8 @@ def test_every_kind_of_reference_is_found() -> None:
         ("Secret", "csi-creds"),
         ("Secret", "ceph-key"),
         ("Secret", "az-creds"),
+        ("PersistentVolumeClaim", "data"),
+        ("PriorityClass", "high"),
     }
 
 

@@ -5,7 +5,11 @@ a namespace follower goes wherever its namespace's workloads run, and one the ki
 `weighed` (a ResourceQuota) carries the replicas they run in each location, by which its
 children are divided; a selector follower (a Service) goes wherever the workloads whose pods
 its selector matches run, and says in its `kmc.dev/Placed` condition which those are, or that
-there are none and it stays on the hub.
+there are none and it stays on the hub; a reference follower (an Ingress) goes wherever any
+of the objects it names (its Services) is placed, says so the same way, and takes the
+dependencies it names (its TLS Secrets) with it as a workload takes its pod template's.
+A dependency whose kind has a word on where it went (a ReadWriteOnce claim in two
+locations) says it in a Warning Event, once per change.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class Follower:
         has_annotation = PLACEMENT in (obj["metadata"].get("annotations") or {})
         if placement != current or (placement and not has_annotation):
             await self.writer.placement(kind, key, obj, placement)
+        self.writer.note(key, obj, kind.note(obj, placement))
 
     async def namespace(self, kind: Kind, key: Key, obj: Obj) -> None:
         """Where the namespace's workloads run; weighed by their replicas there (1 for kinds
@@ -89,3 +94,42 @@ class Follower:
         else:
             message = "no placed workload's pods match its selector: it stays on the hub"
             self.writer.condition(kind, key, obj, "False", "NothingSelected", message)
+
+    async def named(self, kind: Kind, key: Key, obj: Obj) -> None:
+        """Wherever any of the objects it names (in its namespace) is placed; the
+        dependencies it names go with it."""
+        names = kind.follows(obj)
+        followed = frozenset(Key(k, key.namespace, name) for k, name in names)
+        self.records.follow(key, followed)
+        where: set[str] = set()
+        placed_ones: list[str] = []
+        for target in sorted(followed):
+            found = self.cache.get(target)
+            target_kind = self.cache.kinds.get(target.kind)
+            if found is None or target_kind is None:
+                continue
+            placed = {loc for loc, n in read_placement(found).items() if n is None or n}
+            if placed:
+                where |= placed
+                placed_ones.append(f"{target_kind.plural}/{target.name}")
+        placement: Placement = dict.fromkeys(sorted(where))
+        if placement != read_placement(obj) or (
+            placement and PLACEMENT not in (obj["metadata"].get("annotations") or {})
+        ):
+            await self.writer.placement(kind, key, obj, placement)
+        uses = kind.uses(obj)
+        self.records.use(key, frozenset(Key(k, key.namespace, name) for k, name in uses))
+        if placed_ones:
+            message = f"with {', '.join(placed_ones)}: {describe(placement)}"
+            self.writer.condition(kind, key, obj, "True", "Placed", message)
+            return
+        named = ", ".join(
+            f"{self.cache.kinds[k].plural if k in self.cache.kinds else k}/{name}"
+            for k, name in sorted(names)
+        )
+        message = (
+            f"nothing it names is placed ({named}): it stays on the hub"
+            if names
+            else "it names nothing it could go with: it stays on the hub"
+        )
+        self.writer.condition(kind, key, obj, "False", "NothingPlaced", message)

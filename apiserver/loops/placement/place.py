@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from apiserver.contract import Placement, describe, read_placement
-from apiserver.kinds import Key, Kind, Role
+from apiserver.kinds import PLACED, Key, Kind, Role
 from apiserver.locations.pending import Unschedulable
 from apiserver.loops.placement.deciding import Decider
 from apiserver.loops.placement.records import Records
@@ -26,6 +26,13 @@ from apiserver.placement.dependencies import references
 from apiserver.placement.gates import GatesError, gated_message, placement_gates
 from apiserver.placement.strategy import StrategyError
 from apiserver.workqueue import WorkQueue
+
+
+def _dependency(kind: str, namespace: str, name: str) -> Key:
+    """A pod template's reference as a key: in the workload's namespace, unless the kind is
+    cluster-scoped (a PriorityClass)."""
+    entry = PLACED.get(kind)
+    return Key(kind, namespace if entry is None or entry.namespaced else "", name)
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,7 @@ class Placer:
         if workload:
             spec = kind.pod_spec(obj)
             names = references(spec) if spec else ()
-            self.records.use(key, frozenset(Key(k, key.namespace, n) for k, n in names))
+            self.records.use(key, frozenset(_dependency(k, key.namespace, n) for k, n in names))
         self._look_again_when_due(key, candidates, current, now)
 
     def _missing(

@@ -80,6 +80,18 @@ class Writer:
         for change in decision.changes:
             self.events.post(obj, "Normal", change.reason, change.message)
 
+    def note(self, key: Key, obj: Obj, note: tuple[str, str] | None) -> None:
+        """A kind's word on where an object went (`Kind.note`): a Warning Event, posted when
+        the word changes (not at every look)."""
+        # Most dependencies never have a word to say: no record is made for them.
+        record = self.records.of(key) if note is not None else self.records.get(key)
+        message = note[1] if note is not None else None
+        if record is None or message == record.noted:
+            return
+        record.noted = message
+        if note is not None:
+            self.events.post(obj, "Warning", *note)
+
     def condition(
         self,
         kind: Kind,
@@ -90,10 +102,12 @@ class Writer:
         message: str,
         warn: bool = False,
     ) -> None:
-        """Decide `kmc.dev/Placed` (kinds whose status we fold), with a Warning Event when it
-        turns bad. The sync loop writes it (`loops/handoff.py`): with its next fold, or alone
-        when it has nothing to fold. Compared with the one still on its way, if any, else
-        with the hub's: a cache that has not seen the last one yet decides nothing twice."""
+        """Decide `kmc.dev/Placed` (kinds whose status we fold and has conditions), with a
+        Warning Event when it turns bad (for a kind without conditions, an Ingress, whenever it
+        is False: the Event is all that says it). The sync loop writes it
+        (`loops/handoff.py`): with its next fold, or alone when it has nothing to fold.
+        Compared with the one still on its way, if any, else with the hub's: a cache that has
+        not seen the last one yet decides nothing twice."""
         old = self.handoff.condition_of(key) or condition(obj, PLACED)
         if old and (old["status"], old.get("reason"), old.get("message")) == (
             status,
@@ -102,6 +116,9 @@ class Writer:
         ):
             return
         record = self.records.of(key)
+        # A kind whose status we fold but has no conditions (an Ingress) says why it is not
+        # placed by an Event alone.
+        warn = warn or (status == "False" and kind.folds and not kind.has_conditions)
         if warn and record.warned != message:
             # Remembered too: a reconcile working from a cache that predates our condition
             # write must not warn twice.
@@ -109,7 +126,7 @@ class Writer:
             self.events.post(obj, "Warning", reason, message)
         elif not warn:
             record.warned = None
-        if not kind.folds:
+        if not kind.has_conditions:
             return
         since = old["lastTransitionTime"] if old and old["status"] == status else now()
         placed = {

@@ -1,5 +1,5 @@
-"""Writing one child: apply it (making its namespace first), make it anew when its kind says
-a change cannot be made in place, or delete it.
+"""Writing one child: apply it (making its namespace first, unless it is cluster-scoped), make
+it anew when its kind says a change cannot be made in place, or delete it.
 
 Server-side apply with field manager `kmc-sync`. An apply of what the child already holds, as
 we last applied it, is skipped: a child's status change re-queues its hub object, and most
@@ -52,8 +52,9 @@ class Applier:
             return True  # retried when the location is back (its Ready change re-queues us)
         watch.ensure(kind)
         meta = hub["metadata"]
+        namespace = meta.get("namespace")  # None: cluster-scoped (a PriorityClass)
         labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
-        added = constraints(self.cache.policies_for(meta["namespace"]))
+        added = constraints(self.cache.policies_for(namespace)) if namespace else None
         desired = child_object(hub, kind, location, shares, labels, added)
         digest = hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
         current = watch.get(key)
@@ -78,13 +79,14 @@ class Applier:
                 )
                 return True
         try:
-            await self._ensure_namespace(watch, meta["namespace"])
+            if namespace:
+                await self._ensure_namespace(watch, namespace)
             answer = await watch.kube.apply(
-                kind.path(meta["namespace"], meta["name"]), desired, SYNC_MANAGER
+                kind.path(namespace, meta["name"]), desired, SYNC_MANAGER
             )
         except ApiError as err:
-            if err.code == 404:
-                watch.namespaces.discard(meta["namespace"])  # deleted behind our back
+            if err.code == 404 and namespace:
+                watch.namespaces.discard(namespace)  # deleted behind our back
             log.warning("%s: applying to %s failed: %s", key, location, err)
             return False
         record.written[location] = (digest, _version(answer))
@@ -136,7 +138,7 @@ class Applier:
             return False
         meta = hub["metadata"]
         try:
-            await watch.kube.delete(kind.path(meta["namespace"], meta["name"]))
+            await watch.kube.delete(kind.path(meta.get("namespace"), meta["name"]))
         except ApiError as err:
             if err.code != 404:
                 log.warning("%s: deleting from %s failed: %s", key, location, err)

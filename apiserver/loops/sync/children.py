@@ -18,6 +18,9 @@ from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
 from apiserver.objects import Obj
 
+# Kinds whose child stays in a location while its namespace runs workloads there.
+STAY_WITH_WORKLOADS = (Role.DEPENDENCY, Role.SELECTOR_FOLLOWER, Role.REFERENCE_FOLLOWER)
+
 
 class ChildWatch:
     """Our objects in one child (origin label set), per kind, as last seen."""
@@ -82,16 +85,17 @@ class ChildWatch:
 
     def _workload_gone(self, namespace: str) -> None:
         """The last workload of a namespace gone from this child: what stayed only for it (a
-        ConfigMap, a Service whose pods may still have been routed to) is looked at again,
-        as nothing else about them changed."""
+        ConfigMap, a claim, a Service, an Ingress that left the placement during a move) is
+        looked at again, as nothing else about them changed."""
         if self.namespace_has_workloads(namespace):
             return
         for key, informer in list(self.informers.items()):
-            if self.kinds[key].role not in (Role.DEPENDENCY, Role.SELECTOR_FOLLOWER):
+            if self.kinds[key].role not in STAY_WITH_WORKLOADS:
                 continue
-            for child in list(informer.cache.values()):
-                if child["metadata"].get("namespace") == namespace:
-                    self.on_change(Key.of(key, child))
+            for cache_key in list(informer.cache):
+                ns, _, name = cache_key.rpartition("/")
+                if ns == namespace:
+                    self.on_change(Key(key, ns, name))
 
     def namespace_has_workloads(self, namespace: str) -> bool:
         return any(

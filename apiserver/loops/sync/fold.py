@@ -115,7 +115,7 @@ class Folder:
         self.show_move(key, hub, status, waiting)
         pending = self.handoff.condition_of(key) if self.handoff is not None else None
         placed = pending or condition(hub, PLACED)
-        if placed is not None:
+        if placed is not None and kind.has_conditions:
             conditions = [*status.get("conditions", []), dict(placed)]
             status["conditions"] = sorted(conditions, key=lambda c: str(c["type"]))
         current = hub.get("status") or {}
@@ -152,7 +152,7 @@ class Folder:
         manager, which held it alone before there was a fold: under `kmc-sync` an apply of it
         alone would take the fold's other fields away."""
         pending = self.handoff.condition_of(key) if self.handoff is not None else None
-        if pending is None:
+        if pending is None or not kind.has_conditions:
             return
         if _differs(hub.get("status") or {}, {"conditions": [pending]}):
             await self._write(kind, hub, {"conditions": [dict(pending)]}, PLACEMENT_MANAGER)
@@ -160,7 +160,7 @@ class Folder:
 
     async def _write(self, kind: Kind, hub: Obj, status: Obj, manager: str) -> None:
         meta = hub["metadata"]
-        path = kind.path(meta["namespace"], meta["name"], "status")
+        path = kind.path(meta.get("namespace"), meta["name"], "status")
         body = status_body(hub, status, kind.whole_conditions)
         started = time.monotonic()
         try:

@@ -37,7 +37,7 @@ from apiserver.loops import hubwrites
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.sync.apply import Applier
 from apiserver.loops.sync.bounded import Bounded
-from apiserver.loops.sync.children import Children
+from apiserver.loops.sync.children import STAY_WITH_WORKLOADS, Children
 from apiserver.loops.sync.cleanup import Cleaner
 from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.records import Records
@@ -309,10 +309,11 @@ class SyncLoop:
             )
             return dict(step.replicas), set(step.delete), step.waiting
         leaving = {loc for loc in children if loc not in placement and loc not in stale}
-        if kind.role in (Role.DEPENDENCY, Role.SELECTOR_FOLLOWER):
-            # A ConfigMap stays while anything of its namespace still runs there; a Service
-            # until the last pods it may route to have gone.
-            namespace = hub["metadata"]["namespace"]
+        namespace = hub["metadata"].get("namespace")
+        if namespace and kind.role in STAY_WITH_WORKLOADS:
+            # A ConfigMap stays while anything of its namespace still runs there; a Service,
+            # or an Ingress, until the last pods it may route to have gone. (A PriorityClass,
+            # cluster-scoped, goes at once: pods that run keep their priority.)
             leaving = {
                 loc
                 for loc in leaving
