@@ -2,10 +2,10 @@
 modules.
 
 `kind.py` says what an entry holds; each family's entries live beside their own share and
-fold functions (`workloads.py`, `job.py`, `config.py`, `namespaced.py`, `core.py`). What the
-hub cache watches, what the loops place, what the views and punch-through serve all derive
-from the tables below. A CRD's kind joins at run time (`of_crd`). Modules pass `Key`s, never
-strings they would have to parse.
+fold functions (`workloads.py`, `job.py`, `config.py`, `namespaced.py`, `core.py`,
+`autoscaling.py`, `policy.py`). What the hub cache watches, what the loops place, what the
+views and punch-through serve all derive from the tables below. A CRD's kind joins at run
+time (`of_crd`). Modules pass `Key`s, never strings they would have to parse.
 
 Adding a kind: write its entry (and its share or fold, if it has any) in the family it
 belongs to, and list it in that family's `ENTRIES`.
@@ -13,12 +13,14 @@ belongs to, and list it in that family's `ENTRIES`.
 
 from __future__ import annotations
 
-from apiserver.kinds import config, core, job, namespaced, workloads
+from apiserver.kinds import autoscaling, config, core, job, namespaced, policy, workloads
+from apiserver.kinds.autoscaling import HORIZONTALPODAUTOSCALER
 from apiserver.kinds.config import CONFIGMAP, SECRET, SERVICEACCOUNT
 from apiserver.kinds.core import ENDPOINTSLICE, EVENT, POD, REMOTE, SERVICE
 from apiserver.kinds.job import JOB
-from apiserver.kinds.kind import NAMESPACE, Change, Key, Kind, Remote, Role, View
+from apiserver.kinds.kind import NAMESPACE, Change, Key, Kind, Remote, Role, Target, View
 from apiserver.kinds.namespaced import LIMITRANGE, RESOURCEQUOTA, ROLE, ROLEBINDING
+from apiserver.kinds.policy import PODDISRUPTIONBUDGET
 from apiserver.kinds.workloads import DAEMONSET, DEPLOYMENT, REPLICASET, STATEFULSET
 from apiserver.objects import ReadOnly
 
@@ -29,11 +31,13 @@ __all__ = [
     "DEPLOYMENT",
     "ENDPOINTSLICE",
     "EVENT",
+    "HORIZONTALPODAUTOSCALER",
     "JOB",
     "LIMITRANGE",
     "NAMESPACE",
     "PLACED",
     "POD",
+    "PODDISRUPTIONBUDGET",
     "REMOTE",
     "REPLICASET",
     "RESOURCEQUOTA",
@@ -49,6 +53,7 @@ __all__ = [
     "Kind",
     "Remote",
     "Role",
+    "Target",
     "View",
     "of_crd",
 ]
@@ -59,6 +64,8 @@ ALL: tuple[Kind, ...] = (
     *config.ENTRIES,
     *namespaced.ENTRIES,
     *core.ENTRIES,
+    *autoscaling.ENTRIES,
+    *policy.ENTRIES,
 )
 # Built-in kinds the hub cache watches and the placement loop places, by key.
 PLACED: dict[str, Kind] = {k.key: k for k in ALL if k.role is not None}

@@ -137,7 +137,16 @@ class SyncLoop:
     async def _on_hub_object(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
         if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
             return  # our own fold, the placement loop's condition: nothing to do
-        self.queue.add(Key.of(kind, obj))
+        key = Key.of(kind, obj)
+        self.queue.add(key)
+        info = self.cache.kinds.get(kind)
+        if info is not None and info.role is Role.SCALER:
+            # Whether its workload's children's size is ours to send may have changed.
+            for version in (obj, old):
+                target = info.target(version) if version is not None else None
+                scaled = target.key(self.cache.kinds.values(), key.namespace) if target else None
+                if scaled is not None:
+                    self.queue.add(scaled)
 
     async def _on_policy(self, _: str, __: Obj, ___: Obj | None) -> None:
         """A PlacementPolicy's constraints on child objects may have changed: apply again
@@ -246,10 +255,15 @@ class SyncLoop:
             if added is not None:
                 await self.cache.observe(kind.key, added)
         stale = self.progress.stale()
-        shares, deletable, waiting = self._handover(kind, hub, placement, children, stale)
+        held = self._held(key, kind, placement)
+        shares, deletable, waiting = self._handover(kind, hub, placement, children, stale, held)
         applied = await asyncio.gather(
             *(
-                self.bounded.run(key, loc, self.applier.apply(key, kind, hub, loc, shares, stale))
+                self.bounded.run(
+                    key,
+                    loc,
+                    self.applier.apply(key, kind, hub, loc, shares, stale, loc in held),
+                )
                 for loc in sorted(shares)
             )
         )
@@ -282,6 +296,24 @@ class SyncLoop:
             return self.handoff.placement_of(key, hub)
         return read_placement(hub), False
 
+    def _held(self, key: Key, kind: Kind, placement: Placement) -> frozenset[str]:
+        """Where the workload's children are sized by their own autoscalers: wherever it has
+        replicas, while a hub scaler (an HPA, not being deleted) targets it. Its scalers go
+        exactly there (`follow.py`)."""
+        if kind.max_unavailable is None:
+            return frozenset()
+        for scalers in list(self.cache.kinds.values()):
+            if scalers.role is not Role.SCALER:
+                continue
+            for scaler_key in self.cache.list_keys(scalers.key, key.namespace):
+                scaler = self.cache.get(scaler_key)
+                if scaler is None or scaler["metadata"].get("deletionTimestamp"):
+                    continue
+                target = scalers.target(scaler)
+                if target is not None and target.name == key.name and kind.named_by(target):
+                    return frozenset(loc for loc, n in placement.items() if n is None or n)
+        return frozenset()
+
     def _handover(
         self,
         kind: Kind,
@@ -289,9 +321,11 @@ class SyncLoop:
         placement: Placement,
         children: dict[str, Obj],
         stale: dict[str, str],
+        held: frozenset[str] = frozenset(),
     ) -> tuple[Placement, set[str], tuple[str, ...]]:
         """What each location's child should hold now, which children may go, and what a
-        move in progress waits for."""
+        move in progress waits for. A `held` child's size is its autoscaler's: the handover
+        takes it as it is."""
         if kind.max_unavailable is not None:
             observed = {
                 loc: Child(
@@ -301,8 +335,11 @@ class SyncLoop:
                 )
                 for loc, child in children.items()
             }
+            goal = {loc: value or 0 for loc, value in placement.items()}
+            for loc in held & observed.keys():
+                goal[loc] = observed[loc].replicas
             step = plan(
-                {loc: value or 0 for loc, value in placement.items()},
+                goal,
                 observed,
                 total=int(hub.get("spec", {}).get("replicas", 1)),
                 max_unavailable=kind.max_unavailable(hub),
