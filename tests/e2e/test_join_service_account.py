@@ -38,6 +38,10 @@ CAN_I = [
     ("yes", "patch", "resourcequotas", "-n", "anywhere"),
     ("yes", "create", "limitranges", "-n", "anywhere"),
     ("yes", "create", "networkpolicies.networking.k8s.io", "-n", "anywhere"),
+    ("yes", "patch", "horizontalpodautoscalers.autoscaling", "-n", "anywhere"),
+    ("yes", "watch", "horizontalpodautoscalers.autoscaling", "-A"),
+    ("yes", "create", "poddisruptionbudgets.policy", "-n", "anywhere"),
+    ("yes", "delete", "poddisruptionbudgets.policy", "-n", "anywhere"),
     ("yes", "create", "pods", "-n", "anywhere"),  # bare Pods placed from the hub
     ("yes", "delete", "pods", "-n", "anywhere"),
     ("yes", "create", "roles.rbac.authorization.k8s.io", "-n", "anywhere"),
