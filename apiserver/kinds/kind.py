@@ -143,6 +143,9 @@ class Kind:
     selector: Callable[[ReadOnly], Selects | None] = _no_selector
     # A scaler's target, as the object names it; None: it names none.
     target: Callable[[ReadOnly], Target | None] = _no_target
+    # A disruption budget's allowance: of `pods` pods its selector matches, how many it lets
+    # be unavailable at once (what a move of those pods honours as it honours maxUnavailable).
+    allows: Callable[[ReadOnly, int], int] | None = None
     # Pods' controller: owners whose pods point at them directly (`direct`), or through an
     # intermediary of this kind whose name ends in the pod-template-hash (`via`).
     owns_pods: bool = False

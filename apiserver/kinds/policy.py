@@ -8,6 +8,10 @@ one disruption over three locations allows one in one of them and none in the ot
 is what it allows across the fleet. A percentage means the same in every location and is
 kept as written.
 
+A move or a drain of the pods it selects honours it as it honours the workload's own
+`maxUnavailable` (`allows`, read by the sync loop's make-before-break): the workload's
+replicas count as the pods it expects, which is exact when it selects one workload's pods.
+
 Its status is the children's: `currentHealthy`, `desiredHealthy`, `expectedPods` and
 `disruptionsAllowed` summed (the shared fold sums every counter), `observedGeneration` once
 every location has seen ours, and `DisruptionAllowed` true while the sum allows one anywhere,
@@ -21,6 +25,7 @@ from pydantic import ValidationError
 
 from apiserver.contract import Placement
 from apiserver.kinds.kind import Kind, Role, Selects
+from apiserver.kinds.workloads import scaled
 from apiserver.objects import Obj, ReadOnly
 from apiserver.placement.apportion import apportion
 from apiserver.placement.selector import matches
@@ -60,6 +65,18 @@ def _budget_share(child: Obj, location: str, placement: Placement) -> None:
             spec[field] = divide_budget(value, weights)[location]
 
 
+def _allows(pdb: ReadOnly, pods: int) -> int:
+    """How many of `pods` may be unavailable at once, as the disruption controller reckons
+    (percentages rounded up); one that says neither asks no pod to stay (its desiredHealthy
+    is 0)."""
+    spec = mapping(pdb.get("spec"))
+    if spec.get("maxUnavailable") is not None:
+        return scaled(spec["maxUnavailable"], pods, round_up=True)
+    if spec.get("minAvailable") is not None:
+        return max(0, pods - scaled(spec["minAvailable"], pods, round_up=True))
+    return pods
+
+
 def _budget_conditions(
     hub: ReadOnly, seen: Children, status: ReadOnly, previous: ReadOnly
 ) -> list[Condition]:
@@ -91,6 +108,7 @@ PODDISRUPTIONBUDGET = Kind(
     selector=_budget_selector,
     weighed=True,
     share=_budget_share,
+    allows=_allows,
     fold_rules=Rules(conditions=_budget_conditions),
 )
 

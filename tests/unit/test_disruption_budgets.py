@@ -4,6 +4,7 @@ its status is folded from the children's."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import cast
 
@@ -15,9 +16,11 @@ from apiserver.contract import PLACEMENT, Placement
 from apiserver.hubcache import HubCache
 from apiserver.kinds import DEPLOYMENT, PODDISRUPTIONBUDGET, SERVICE, STATEFULSET, Key, Kind
 from apiserver.kube.client import Credentials, Kube
+from apiserver.leader import Leadership
 from apiserver.loops.placement.follow import Follower
 from apiserver.loops.placement.records import Records
 from apiserver.loops.placement.writes import Writer
+from apiserver.loops.sync.loop import SyncLoop
 from apiserver.objects import Obj
 from apiserver.sync.desired import child_object
 from apiserver.sync.status import fold
@@ -211,3 +214,48 @@ def test_no_disruption_anywhere_and_a_failed_budget_are_said() -> None:
     [allowed] = [c for c in status["conditions"] if c["type"] == "DisruptionAllowed"]
     assert (allowed["status"], allowed["reason"]) == ("False", "SyncFailed")
     assert allowed["message"] == "us-west: found no controllers for pod web-1"
+
+
+# --- moves honour it (sync loop) ----------------------------------------------------------------
+
+
+def test_a_budget_allows_what_the_disruption_controller_would() -> None:
+    assert PDB.allows is not None
+    assert PDB.allows(pdb(minAvailable=2), 3) == 1
+    assert PDB.allows(pdb(minAvailable="50%"), 3) == 1  # 1.5 rounds up to 2 kept
+    assert PDB.allows(pdb(maxUnavailable=0), 3) == 0
+    assert PDB.allows(pdb(maxUnavailable="50%"), 3) == 2
+    assert PDB.allows(pdb(minAvailable=5), 3) == 0
+    assert PDB.allows(pdb(), 3) == 3  # neither: no pod asked to stay
+
+
+async def test_a_move_waits_for_the_budget_as_for_max_unavailable() -> None:
+    """A Recreate Deployment may lose all its pods at once; a PDB keeping both of its two
+    pods makes its move from us-east to us-west wait for the new copies."""
+    hub = workload("web", {"us-west": 2}, app="web")
+    hub["metadata"]["uid"] = "web-uid"
+    hub["spec"] |= {"replicas": 2, "strategy": {"type": "Recreate"}}
+    children = {"us-east": {"spec": {"replicas": 2}, "status": {"availableReplicas": 2}}}
+
+    def handover(*budgets: Obj) -> tuple[dict[str, int | None], tuple[str, ...]]:
+        cache = HubCache(
+            Kube(cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub")
+        )
+        for budget in budgets:
+            cache.objects[PDB.key].cache[f"shop/{budget['metadata']['name']}"] = budget
+        none: dict[str, Kube] = {}
+        sync = SyncLoop(cache, none.get, Leadership.solo())
+        try:
+            shares, _, waiting = sync._handover(DEPLOYMENT, hub, {"us-west": 2}, children, {})
+            return shares, waiting
+        finally:
+            sync.children.stop()
+
+    assert handover() == ({"us-east": 0, "us-west": 2}, ())
+    shares, waiting = handover(pdb(minAvailable=2))
+    assert shares == {"us-east": 2, "us-west": 2}
+    assert waiting == ("us-east: 2 -> 0 waits for 2 more available elsewhere",)
+    other = pdb(minAvailable=2)
+    other["spec"]["selector"] = {"matchLabels": {"app": "db"}}
+    assert handover(other) == ({"us-east": 0, "us-west": 2}, ())  # not its pods
+    await asyncio.sleep(0)

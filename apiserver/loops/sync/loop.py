@@ -147,6 +147,10 @@ class SyncLoop:
                 scaled = target.key(self.cache.kinds.values(), key.namespace) if target else None
                 if scaled is not None:
                     self.queue.add(scaled)
+        if info is not None and info.allows is not None:
+            # What a move of the pods it selects may take down at once may have changed.
+            for workload_key in self._selected(info, key.namespace, obj, old):
+                self.queue.add(workload_key)
 
     async def _on_policy(self, _: str, __: Obj, ___: Obj | None) -> None:
         """A PlacementPolicy's constraints on child objects may have changed: apply again
@@ -314,6 +318,39 @@ class SyncLoop:
                     return frozenset(loc for loc, n in placement.items() if n is None or n)
         return frozenset()
 
+    def _selected(self, kind: Kind, namespace: str, *versions: Obj | None) -> set[Key]:
+        """The workloads of `namespace` whose pods any of the `versions` of a selector
+        follower selects."""
+        tests = [t for v in versions if v is not None and (t := kind.selector(v)) is not None]
+        found = set()
+        for workloads in list(self.cache.kinds.values()):
+            if workloads.role is not Role.WORKLOAD or not tests:
+                continue
+            for workload_key in self.cache.list_keys(workloads.key, namespace):
+                workload = self.cache.get(workload_key)
+                labels = workloads.pod_labels(workload) if workload is not None else {}
+                if workload is not None and any(test(labels) for test in tests):
+                    found.add(workload_key)
+        return found
+
+    def _disruptions(self, kind: Kind, hub: Obj, total: int, allowed: int) -> int:
+        """How many of the workload's `total` replicas a move may take down at once: its own
+        rollout's `allowed`, or less where a disruption budget of its namespace (a PDB, not
+        being deleted) selects its pods."""
+        labels = kind.pod_labels(hub)
+        namespace = hub["metadata"]["namespace"]
+        for budgets in list(self.cache.kinds.values()):
+            if budgets.allows is None:
+                continue
+            for budget_key in self.cache.list_keys(budgets.key, namespace):
+                budget = self.cache.get(budget_key)
+                if budget is None or budget["metadata"].get("deletionTimestamp"):
+                    continue
+                selects = budgets.selector(budget)
+                if selects is not None and selects(labels):
+                    allowed = min(allowed, budgets.allows(budget, total))
+        return allowed
+
     def _handover(
         self,
         kind: Kind,
@@ -338,11 +375,12 @@ class SyncLoop:
             goal = {loc: value or 0 for loc, value in placement.items()}
             for loc in held & observed.keys():
                 goal[loc] = observed[loc].replicas
+            total = int(hub.get("spec", {}).get("replicas", 1))
             step = plan(
                 goal,
                 observed,
-                total=int(hub.get("spec", {}).get("replicas", 1)),
-                max_unavailable=kind.max_unavailable(hub),
+                total=total,
+                max_unavailable=self._disruptions(kind, hub, total, kind.max_unavailable(hub)),
             )
             return dict(step.replicas), set(step.delete), step.waiting
         leaving = {loc for loc in children if loc not in placement and loc not in stale}
