@@ -116,20 +116,22 @@ class Follower:
                 placement = dict.fromkeys(placement)
         await self._follow(kind, key, obj, placement)
         if target is None:
-            message = "its scaleTargetRef names nothing: it stays on the hub"
-            self.writer.condition(kind, key, obj, "False", "NoTarget", message)
-        elif workload_key is None or workload is None:
-            what = f"{target.kind} {target.name}"
-            message = f"its target {what} is not a workload on the hub: it stays on the hub"
-            self.writer.condition(kind, key, obj, "False", "TargetNotFound", message)
-        elif not placement:
-            what = f"{self.cache.kinds[workload_key.kind].plural}/{target.name}"
-            message = f"its target {what} is not placed in any location: it stays on the hub"
-            self.writer.condition(kind, key, obj, "False", "TargetNotPlaced", message)
+            status, reason, message = "False", "NoTarget", "its scaleTargetRef names nothing"
+        elif workload_key is None:
+            status, reason = "False", "TargetNotFound"
+            message = f"its target {target.kind} {target.name} is not of a kind that is placed"
         else:
             what = f"{self.cache.kinds[workload_key.kind].plural}/{target.name}"
-            message = f"with {what}: {describe(placement)}"
-            self.writer.condition(kind, key, obj, "True", "Placed", message)
+            if workload is None:
+                status, reason, message = "False", "TargetNotFound", f"{what} does not exist"
+            elif not placement:
+                status, reason = "False", "TargetNotPlaced"
+                message = f"{what} is not placed in any location"
+            else:
+                status, reason, message = "True", "Placed", f"with {what}: {describe(placement)}"
+        if status == "False":
+            message += ": it stays on the hub"
+        self.writer.condition(kind, key, obj, status, reason, message)
 
     async def _follow(self, kind: Kind, key: Key, obj: Obj, placement: Placement) -> None:
         """Write the placement when it changed (or the hub has none written yet)."""
