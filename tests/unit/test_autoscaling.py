@@ -25,10 +25,11 @@ from apiserver.loops.placement.records import Records as PlacementRecords
 from apiserver.loops.placement.writes import Writer
 from apiserver.loops.sync.apply import Applier
 from apiserver.loops.sync.children import Children
-from apiserver.loops.sync.loop import SyncLoop
+from apiserver.loops.sync.loop import SyncLoop, held_by_scalers
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
 from apiserver.sync.desired import child_object
+from apiserver.sync.report import location_states
 from apiserver.sync.status import fold
 
 HPA = HORIZONTALPODAUTOSCALER
@@ -389,7 +390,7 @@ async def test_the_handover_takes_a_held_childs_size_as_it_is() -> None:
     sync = SyncLoop(cache, none.get, Leadership.solo())
     try:
         placement: Placement = {"us-east": 2, "us-west": 1}
-        held = sync._held(WEB, DEPLOYMENT, placement)
+        held = held_by_scalers(cache, WEB, DEPLOYMENT, placement)
         assert held == {"us-east", "us-west"}
         children = {"us-east": child(5), "us-west": child(1), "eu-west": child(2)}
         shares, deletable, waiting = sync._handover(
@@ -402,8 +403,28 @@ async def test_the_handover_takes_a_held_childs_size_as_it_is() -> None:
         deleting = hpa()
         deleting["metadata"]["deletionTimestamp"] = "2026-12-06T09:00:00Z"
         cache.objects[HPA.key].cache["shop/web"] = deleting
-        assert sync._held(WEB, DEPLOYMENT, placement) == frozenset()
-        assert sync._held(Key("Deployment", "shop", "db"), DEPLOYMENT, placement) == frozenset()
+        assert held_by_scalers(cache, WEB, DEPLOYMENT, placement) == frozenset()
+        assert (
+            held_by_scalers(cache, Key("Deployment", "shop", "db"), DEPLOYMENT, placement)
+            == frozenset()
+        )
     finally:
         sync.children.stop()
         await asyncio.sleep(0)
+
+
+def test_a_held_child_shows_its_autoscalers_size_as_desired_not_a_move() -> None:
+    hub = {**web({"us-east": 1}), "metadata": {**web({})["metadata"], "generation": 2}}
+    child = {
+        "metadata": {"generation": 4},
+        "spec": {"replicas": 3},
+        "status": {"observedGeneration": 4, "readyReplicas": 3, "availableReplicas": 3},
+    }
+    placement: Placement = {"us-east": 1}
+    children, applied = {"us-east": child}, {"us-east": (2, 4)}
+    [row] = location_states(hub, DEPLOYMENT.counts, placement, children, applied, {})
+    assert (row["state"], row["desired"]) == ("Moving", 1)  # ours to size: 3 -> 1
+    [row] = location_states(
+        hub, DEPLOYMENT.counts, placement, children, applied, {}, held={"us-east"}
+    )
+    assert (row["state"], row["desired"], row["ready"]) == ("Synced", 3, 3)

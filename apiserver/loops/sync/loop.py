@@ -259,7 +259,7 @@ class SyncLoop:
             if added is not None:
                 await self.cache.observe(kind.key, added)
         stale = self.progress.stale()
-        held = self._held(key, kind, placement)
+        held = held_by_scalers(self.cache, key, kind, placement)
         shares, deletable, waiting = self._handover(kind, hub, placement, children, stale, held)
         applied = await asyncio.gather(
             *(
@@ -299,24 +299,6 @@ class SyncLoop:
         if self.handoff is not None:
             return self.handoff.placement_of(key, hub)
         return read_placement(hub), False
-
-    def _held(self, key: Key, kind: Kind, placement: Placement) -> frozenset[str]:
-        """Where the workload's children are sized by their own autoscalers: wherever it has
-        replicas, while a hub scaler (an HPA, not being deleted) targets it. Its scalers go
-        exactly there (`follow.py`)."""
-        if kind.max_unavailable is None:
-            return frozenset()
-        for scalers in list(self.cache.kinds.values()):
-            if scalers.role is not Role.SCALER:
-                continue
-            for scaler_key in self.cache.list_keys(scalers.key, key.namespace):
-                scaler = self.cache.get(scaler_key)
-                if scaler is None or scaler["metadata"].get("deletionTimestamp"):
-                    continue
-                target = scalers.target(scaler)
-                if target is not None and target.name == key.name and kind.named_by(target):
-                    return frozenset(loc for loc, n in placement.items() if n is None or n)
-        return frozenset()
 
     def _selected(self, kind: Kind, namespace: str, *versions: Obj | None) -> set[Key]:
         """The workloads of `namespace` whose pods any of the `versions` of a selector
@@ -396,6 +378,25 @@ class SyncLoop:
         return dict(placement), leaving, ()
 
 
+def held_by_scalers(cache: HubCache, key: Key, kind: Kind, placement: Placement) -> frozenset[str]:
+    """Where a workload's children are sized by their own autoscalers: wherever it has
+    replicas, while a hub scaler (an HPA, not being deleted) targets it. Its scalers go
+    exactly there (`follow.py`)."""
+    if kind.max_unavailable is None:
+        return frozenset()
+    for scalers in list(cache.kinds.values()):
+        if scalers.role is not Role.SCALER:
+            continue
+        for scaler_key in cache.list_keys(scalers.key, key.namespace):
+            scaler = cache.get(scaler_key)
+            if scaler is None or scaler["metadata"].get("deletionTimestamp"):
+                continue
+            target = scalers.target(scaler)
+            if target is not None and target.name == key.name and kind.named_by(target):
+                return frozenset(loc for loc, n in placement.items() if n is None or n)
+    return frozenset()
+
+
 def count_due(location: Obj, fresh: Obj, written: float | None, now: float, quiet: float) -> bool:
     """Is the Location's count (`fresh`: objects, observedGeneration) to be written now? Not
     when the hub has it; at once for what a drain waits for (a count after a new generation,
@@ -448,7 +449,10 @@ class Progress:
         done = self.records.applied(key)
         applied = {loc: done[loc] for loc in set(placement) | set(children) if loc in done}
         stale = self.stale() if stale is None else stale
-        return location_states(hub, kind.counts, placement, children, applied, stale, verdicts)
+        held = held_by_scalers(self.cache, key, kind, placement)
+        return location_states(
+            hub, kind.counts, placement, children, applied, stale, verdicts, held
+        )
 
     def inputs(self, key: Key) -> tuple[tuple[int, int], dict[str, tuple[int, int]]]:
         """What `rows` reads of ours for one object besides the locations' state, in O(1):
