@@ -370,11 +370,15 @@ class SyncLoop:
             # A ConfigMap stays while anything of its namespace still runs there; a Service
             # until the last pods it may route to have gone.
             namespace = hub["metadata"]["namespace"]
-            leaving = {
+            kept = {
                 loc
                 for loc in leaving
-                if not self.children.watches[loc].namespace_has_workloads(namespace)
+                if self.children.watches[loc].namespace_has_workloads(namespace)
             }
+            if kept:
+                # Nothing of the hub object changes when those workloads go: look again.
+                self.queue.add_after(Key.of(kind.key, hub), self.settings.cleanup_retry)
+            leaving -= kept
         return dict(placement), leaving, ()
 
 
