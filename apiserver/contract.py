@@ -41,6 +41,9 @@ SYNCED = "kmc.dev/Synced"  # the sync loop's: every placed child there and curre
 # Field managers and Event sources: who wrote what, in managedFields and in Events.
 PLACEMENT_MANAGER = "kmc-placement"  # its Events; the Placed condition when no fold carries it
 SYNC_MANAGER = "kmc-sync"  # the children, the folded status (with the Placed condition)
+# A child's spec.replicas handed to its autoscaler: held under this name (never written again)
+# so that `kmc-sync` can let go of it without server-side apply resetting it.
+SCALE_HANDOVER_MANAGER = "kmc-scale-handover"
 
 # The hub's own business stays on the hub.
 NEVER_PLACED = frozenset({"kube-system", "kube-public", "kube-node-lease", "kmc-system"})

@@ -84,6 +84,18 @@ RULES: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     (
+        "sync: a HorizontalPodAutoscaler goes where the workload it scales runs",
+        {
+            "apiGroups": ["autoscaling"],
+            "resources": ["horizontalpodautoscalers"],
+            "verbs": _WRITE,
+        },
+    ),
+    (
+        "sync: a PodDisruptionBudget goes where the pods it selects run",
+        {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": _WRITE},
+    ),
+    (
         "sync: bare Pods placed here from the hub (kubectl run), written and watched",
         {"apiGroups": [""], "resources": ["pods"], "verbs": _WRITE},
     ),

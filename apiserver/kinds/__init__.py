@@ -3,10 +3,9 @@ modules.
 
 `kind.py` says what an entry holds; each family's entries live beside their own share and
 fold functions (`workloads.py`, `job.py`, `config.py`, `namespaced.py`, `core.py`,
-`ingress.py`). What the
-hub cache watches, what the loops place, what the views and punch-through serve all derive
-from the tables below. A CRD's kind joins at run time (`of_crd`). Modules pass `Key`s, never
-strings they would have to parse.
+`ingress.py`, `autoscaling.py`, `policy.py`). What the hub cache watches, what the loops
+place, what the views and punch-through serve all derive from the tables below. A CRD's kind
+joins at run time (`of_crd`). Modules pass `Key`s, never strings they would have to parse.
 
 Adding a kind: write its entry (and its share or fold, if it has any) in the family it
 belongs to, and list it in that family's `ENTRIES`.
@@ -14,7 +13,8 @@ belongs to, and list it in that family's `ENTRIES`.
 
 from __future__ import annotations
 
-from apiserver.kinds import config, core, ingress, job, namespaced, workloads
+from apiserver.kinds import autoscaling, config, core, ingress, job, namespaced, policy, workloads
+from apiserver.kinds.autoscaling import HORIZONTALPODAUTOSCALER
 from apiserver.kinds.config import (
     CONFIGMAP,
     PERSISTENTVOLUMECLAIM,
@@ -25,7 +25,7 @@ from apiserver.kinds.config import (
 from apiserver.kinds.core import ENDPOINTSLICE, EVENT, POD, REMOTE, SERVICE
 from apiserver.kinds.ingress import INGRESS
 from apiserver.kinds.job import JOB
-from apiserver.kinds.kind import NAMESPACE, Change, Key, Kind, Remote, Role, View
+from apiserver.kinds.kind import NAMESPACE, Change, Key, Kind, Remote, Role, Target, View
 from apiserver.kinds.namespaced import (
     LIMITRANGE,
     NETWORKPOLICY,
@@ -33,6 +33,7 @@ from apiserver.kinds.namespaced import (
     ROLE,
     ROLEBINDING,
 )
+from apiserver.kinds.policy import PODDISRUPTIONBUDGET
 from apiserver.kinds.workloads import DAEMONSET, DEPLOYMENT, REPLICASET, STATEFULSET
 from apiserver.objects import ReadOnly
 
@@ -43,6 +44,7 @@ __all__ = [
     "DEPLOYMENT",
     "ENDPOINTSLICE",
     "EVENT",
+    "HORIZONTALPODAUTOSCALER",
     "INGRESS",
     "JOB",
     "LIMITRANGE",
@@ -51,6 +53,7 @@ __all__ = [
     "PERSISTENTVOLUMECLAIM",
     "PLACED",
     "POD",
+    "PODDISRUPTIONBUDGET",
     "PRIORITYCLASS",
     "REMOTE",
     "REPLICASET",
@@ -67,6 +70,7 @@ __all__ = [
     "Kind",
     "Remote",
     "Role",
+    "Target",
     "View",
     "of_crd",
 ]
@@ -78,6 +82,8 @@ ALL: tuple[Kind, ...] = (
     *namespaced.ENTRIES,
     *core.ENTRIES,
     *ingress.ENTRIES,
+    *autoscaling.ENTRIES,
+    *policy.ENTRIES,
 )
 # Built-in kinds the hub cache watches and the placement loop places, by key.
 PLACED: dict[str, Kind] = {k.key: k for k in ALL if k.role is not None}

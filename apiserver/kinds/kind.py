@@ -13,7 +13,7 @@ as arguments. An entry's own functions live beside it, in this package.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import NamedTuple
@@ -38,6 +38,10 @@ class Role(StrEnum):
     # Wherever any of the objects it names is placed (an Ingress: the Services its rules and
     # default backend name); kept on the hub, and saying why, while none of them is.
     REFERENCE_FOLLOWER = "reference-follower"
+    # Where the workload it scales runs (an autoscaler's scaleTargetRef, `target`), its bounds
+    # divided by that workload's shares; while it does, the size of that workload's children
+    # is their autoscalers' to set, never sent by us.
+    SCALER = "scaler"
     CUSTOM = "custom"  # a CRD's kind: placed only when it carries a strategy
 
 
@@ -120,6 +124,10 @@ def _nothing_to_note(_: ReadOnly, __: Placement) -> tuple[str, str] | None:
     return None
 
 
+def _no_target(_: ReadOnly) -> Target | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Kind:
     """One kind of hub object; `key` is the Kind, or Kind.group for a CRD's."""
@@ -144,8 +152,9 @@ class Kind:
     change: Callable[[Obj, Obj], Change] = _in_place  # (current child, desired) -> what it takes
     # The conditions list of its status is atomic: an apply replaces it whole.
     whole_conditions: bool = False
-    # A namespace follower whose placement carries the replicas its namespace runs in each
-    # location (a quota divided by them), not just where.
+    # A namespace or selector follower whose placement carries the replicas the workloads it
+    # follows run in each location (a quota or a disruption budget divided by them), not
+    # just where.
     weighed: bool = False
     # A selector follower's selector, as a test of pod labels; None: it has none.
     selector: Callable[[ReadOnly], Selects | None] = _no_selector
@@ -157,6 +166,11 @@ class Kind:
     # A word on where a dependency went, said once per change (a ReadWriteOnce claim in two
     # locations is two volumes).
     note: Note = _nothing_to_note
+    # A scaler's target, as the object names it; None: it names none.
+    target: Callable[[ReadOnly], Target | None] = _no_target
+    # A disruption budget's allowance: of `pods` pods its selector matches, how many it lets
+    # be unavailable at once (what a move of those pods honours as it honours maxUnavailable).
+    allows: Callable[[ReadOnly, int], int] | None = None
     # Pods' controller: owners whose pods point at them directly (`direct`), or through an
     # intermediary of this kind whose name ends in the pod-template-hash (`via`).
     owns_pods: bool = False
@@ -218,6 +232,10 @@ class Kind:
         """The pod spec inside an object of this kind; None if it has none."""
         return pod_spec_at(obj, self.pod_spec_path) if self.pod_spec_path else None
 
+    def named_by(self, target: Target) -> bool:
+        """Is this the kind `target` names (its group and kind; any version)?"""
+        return (self.group, self.kind) == (target.group, target.kind)
+
     def typed(self, obj: Obj) -> Obj:
         """The object with its kind and apiVersion (a list's items have neither). A new dict
         around the given one, which may be cached and is not changed."""
@@ -248,6 +266,32 @@ class Key(NamedTuple):
     def of(cls, kind: str, obj: Obj) -> Key:
         meta = obj["metadata"]
         return cls(kind, meta.get("namespace") or "", meta["name"])
+
+
+class Target(NamedTuple):
+    """The object a scaler names in its own namespace (an HPA's scaleTargetRef)."""
+
+    group: str  # "" for the core group
+    kind: str
+    name: str
+
+    @classmethod
+    def of(cls, ref: object) -> Target | None:
+        """From a `{apiVersion, kind, name}` reference; None if it is not one."""
+        if not isinstance(ref, dict):
+            return None
+        version, kind, name = ref.get("apiVersion"), ref.get("kind"), ref.get("name")
+        if not all(isinstance(value, str) and value for value in (version, kind, name)):
+            return None
+        return cls(str(version).rpartition("/")[0], str(kind), str(name))
+
+    def key(self, kinds: Iterable[Kind], namespace: str) -> Key | None:
+        """The hub object it names, if a kind placed by a strategy (a workload, a CRD's) is
+        the one it names."""
+        for kind in kinds:
+            if kind.role in (Role.WORKLOAD, Role.CUSTOM) and kind.named_by(self):
+                return Key(kind.key, namespace, self.name)
+        return None
 
 
 NAMESPACE = "Namespace"  # Key(NAMESPACE, "", name): a namespace, for the loops that follow them

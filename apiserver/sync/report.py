@@ -8,7 +8,7 @@ are rebuilt on every request, so they cannot drift from the loops' own view.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TypedDict
 
 from apiserver.objects import ReadOnly
@@ -33,9 +33,12 @@ def location_states(
     applied: Mapping[str, tuple[int, int]],
     stale: Mapping[str, str],
     verdicts: Sequence[Verdict] = (),
+    held: Collection[str] = (),
 ) -> list[LocationState]:
     """A row for every location the object is placed in or still has a child in. `counts`
-    names the status fields that say how many pods are ready and available (the kind's)."""
+    names the status fields that say how many pods are ready and available (the kind's).
+    A `held` location's child is sized by its own autoscaler: what it asks is what is
+    desired there."""
     generation = int(hub.get("metadata", {}).get("generation", 0))
     by_location = {v.location: v for v in verdicts}
     ready_field, available_field = counts
@@ -44,9 +47,13 @@ def location_states(
         child = children.get(location)
         status = (child or {}).get("status") or {}
         synced = _synced_generation(child, applied.get(location))
+        desired = placement.get(location)
+        if location in held and child is not None:
+            replicas = (child.get("spec") or {}).get("replicas")
+            desired = replicas if isinstance(replicas, int) else desired
         state, message = _state(
             location,
-            placement,
+            {**placement, location: desired} if location in placement else placement,
             child,
             synced == generation,
             stale.get(location),
@@ -55,7 +62,7 @@ def location_states(
         rows.append(
             LocationState(
                 location=location,
-                desired=placement.get(location),
+                desired=desired,
                 ready=_int(status.get(ready_field)) if child else None,
                 available=_int(status.get(available_field)) if child else None,
                 syncedGeneration=synced,

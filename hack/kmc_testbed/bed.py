@@ -63,7 +63,9 @@ KWOK_KINDS = (
 )
 KWOK_API = "/apis/kwok.x-k8s.io/v1alpha1"
 NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110"}
-# Controllers the hub must not run: hub workloads are placed, never run, there.
+# Workload controllers the hub must not run: hub workloads are placed, never run, there. Nor
+# the autoscaler and disruption controllers: a hub HPA's and PDB's status is folded from their
+# children's, as a workload's is, and the hub's own would write it from pods it does not have.
 HUB_DISABLED_CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
@@ -74,6 +76,8 @@ HUB_DISABLED_CONTROLLERS = (
     # A hub claim follows its workloads and each location binds its own volume: its phase is
     # folded from theirs, and a hub binder would set it back to Pending every resync.
     "persistentvolume-binder-controller",
+    "horizontal-pod-autoscaler-controller",
+    "disruption-controller",
 )
 CHILD_KINDS = ("apiserver", "controller-manager", "scheduler", "kwok")
 HUB_KINDS = ("apiserver", "controller-manager")

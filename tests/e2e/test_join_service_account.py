@@ -42,6 +42,10 @@ CAN_I = [
     ("yes", "create", "services", "-n", "anywhere"),
     ("yes", "patch", "persistentvolumeclaims", "-n", "anywhere"),
     ("yes", "delete", "priorityclasses.scheduling.k8s.io"),
+    ("yes", "patch", "horizontalpodautoscalers.autoscaling", "-n", "anywhere"),
+    ("yes", "watch", "horizontalpodautoscalers.autoscaling", "-A"),
+    ("yes", "create", "poddisruptionbudgets.policy", "-n", "anywhere"),
+    ("yes", "delete", "poddisruptionbudgets.policy", "-n", "anywhere"),
     ("yes", "create", "pods", "-n", "anywhere"),  # bare Pods placed from the hub
     ("yes", "delete", "pods", "-n", "anywhere"),
     ("yes", "create", "roles.rbac.authorization.k8s.io", "-n", "anywhere"),

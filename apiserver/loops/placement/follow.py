@@ -5,11 +5,14 @@ a namespace follower goes wherever its namespace's workloads run, and one the ki
 `weighed` (a ResourceQuota) carries the replicas they run in each location, by which its
 children are divided; a selector follower (a Service) goes wherever the workloads whose pods
 its selector matches run, and says in its `kmc.dev/Placed` condition which those are, or that
-there are none and it stays on the hub; a reference follower (an Ingress) goes wherever any
-of the objects it names (its Services) is placed, says so the same way, and takes the
-dependencies it names (its TLS Secrets) with it as a workload takes its pod template's.
-A dependency whose kind has a word on where it went (a ReadWriteOnce claim in two
-locations) says it in a Warning Event, once per change.
+there are none and it stays on the hub; one the kind says is `weighed` (a disruption budget)
+carries the replicas they run in each location. A reference follower (an Ingress) goes
+wherever any of the objects it names (its Services) is placed, says so the same way, and
+takes the dependencies it names (its TLS Secrets) with it as a workload takes its pod
+template's. A scaler (an HPA) goes where the workload it names has replicas, with that
+workload's shares, or says why it stays on the hub. A dependency whose kind has a word on
+where it went (a ReadWriteOnce claim in two locations) says it in a Warning Event, once per
+change.
 """
 
 from __future__ import annotations
@@ -64,13 +67,14 @@ class Follower:
             await self.writer.placement(kind, key, obj, weights)
 
     async def selector(self, kind: Kind, key: Key, obj: Obj) -> None:
-        """Wherever the workloads its selector matches run (any share but 0); without a
-        selector, wherever its namespace's workloads run."""
+        """Wherever the workloads its selector matches run (any share but 0), weighed by the
+        replicas they run there when the kind says so; without a selector, wherever its
+        namespace's workloads run."""
         selects = kind.selector(obj)
         if selects is None:
             await self.namespace(kind, key, obj)
             return
-        where: set[str] = set()
+        weights: dict[str, int] = {}
         matched: list[str] = []
         for workloads in list(self.cache.kinds.values()):
             if workloads.role is not Role.WORKLOAD:
@@ -79,15 +83,19 @@ class Follower:
                 workload = self.cache.get(workload_key)
                 if workload is None or not selects(workloads.pod_labels(workload)):
                     continue
-                placed = {loc for loc, n in read_placement(workload).items() if n is None or n}
+                placed = {
+                    loc: 1 if n is None else n
+                    for loc, n in read_placement(workload).items()
+                    if n is None or n
+                }
                 if placed:
-                    where |= placed
+                    for location, replicas in placed.items():
+                        weights[location] = weights.get(location, 0) + replicas
                     matched.append(f"{workloads.plural}/{workload_key.name}")
-        placement: Placement = dict.fromkeys(sorted(where))
-        if placement != read_placement(obj) or (
-            placement and PLACEMENT not in (obj["metadata"].get("annotations") or {})
-        ):
-            await self.writer.placement(kind, key, obj, placement)
+        placement: Placement = (
+            dict(sorted(weights.items())) if kind.weighed else dict.fromkeys(sorted(weights))
+        )
+        await self._follow(kind, key, obj, placement)
         if matched:
             message = f"with {', '.join(sorted(matched))}: {describe(placement)}"
             self.writer.condition(kind, key, obj, "True", "Placed", message)
@@ -113,10 +121,7 @@ class Follower:
                 where |= placed
                 placed_ones.append(f"{target_kind.plural}/{target.name}")
         placement: Placement = dict.fromkeys(sorted(where))
-        if placement != read_placement(obj) or (
-            placement and PLACEMENT not in (obj["metadata"].get("annotations") or {})
-        ):
-            await self.writer.placement(kind, key, obj, placement)
+        await self._follow(kind, key, obj, placement)
         uses = kind.uses(obj)
         self.records.use(key, frozenset(Key(k, key.namespace, name) for k, name in uses))
         if placed_ones:
@@ -133,3 +138,46 @@ class Follower:
             else "it names nothing it could go with: it stays on the hub"
         )
         self.writer.condition(kind, key, obj, "False", "NothingPlaced", message)
+
+    async def target(self, kind: Kind, key: Key, obj: Obj) -> None:
+        """Where the workload it scales has replicas, weighed by its shares there (whole
+        copies where it runs whole: Replicate, or a kind without replicas); nowhere, and
+        said so, while that workload is missing or placed nowhere."""
+        target = kind.target(obj)
+        workload_key = target.key(self.cache.kinds.values(), key.namespace) if target else None
+        workload = self.cache.get(workload_key) if workload_key else None
+        placement: Placement = {}
+        if workload_key is not None and workload is not None:
+            workloads = self.cache.kinds[workload_key.kind]
+            placement = {
+                loc: n for loc, n in sorted(read_placement(workload).items()) if n is None or n
+            }
+            total = workloads.size(workload).total
+            shares = [n for n in placement.values() if n is not None]
+            if total is None or len(shares) < len(placement) or sum(shares) > total:
+                placement = dict.fromkeys(placement)
+        await self._follow(kind, key, obj, placement)
+        if target is None:
+            status, reason, message = "False", "NoTarget", "its scaleTargetRef names nothing"
+        elif workload_key is None:
+            status, reason = "False", "TargetNotFound"
+            message = f"its target {target.kind} {target.name} is not of a kind that is placed"
+        else:
+            what = f"{self.cache.kinds[workload_key.kind].plural}/{target.name}"
+            if workload is None:
+                status, reason, message = "False", "TargetNotFound", f"{what} does not exist"
+            elif not placement:
+                status, reason = "False", "TargetNotPlaced"
+                message = f"{what} is not placed in any location"
+            else:
+                status, reason, message = "True", "Placed", f"with {what}: {describe(placement)}"
+        if status == "False":
+            message += ": it stays on the hub"
+        self.writer.condition(kind, key, obj, status, reason, message)
+
+    async def _follow(self, kind: Kind, key: Key, obj: Obj, placement: Placement) -> None:
+        """Write the placement when it changed (or the hub has none written yet)."""
+        if placement != read_placement(obj) or (
+            placement and PLACEMENT not in (obj["metadata"].get("annotations") or {})
+        ):
+            await self.writer.placement(kind, key, obj, placement)

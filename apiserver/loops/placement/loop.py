@@ -4,7 +4,7 @@ It watches the hub cache's objects, Namespaces (inherited strategies, exclusion)
 and PlacementPolicies, and looks at an object again whenever something it is decided from
 changes. Each look goes to the part for the object's role (`kinds.Role`): workloads and
 objects with a strategy are placed by it (`place.py`); dependencies, namespace, selector and
-reference followers follow (`follow.py`). What it writes is in `writes.py`; what it
+reference followers and scalers follow (`follow.py`). What it writes is in `writes.py`; what it
 remembers per object, in `records.py`; what a decision reads besides the object, in
 `deciding.py`.
 
@@ -130,7 +130,8 @@ class PlacementLoop:
             self.queue.add(named_by)  # an Ingress, when one of its Services moved
         info = self.cache.kinds.get(kind)
         if info is not None and info.role is Role.WORKLOAD:
-            for follower in self._kinds(Role.NAMESPACE_FOLLOWER, Role.SELECTOR_FOLLOWER):
+            followers = (Role.NAMESPACE_FOLLOWER, Role.SELECTOR_FOLLOWER, Role.SCALER)
+            for follower in self._kinds(*followers):
                 for dependent in self.cache.list_keys(follower, key.namespace):
                     self.queue.add(dependent)
 
@@ -232,6 +233,8 @@ class PlacementLoop:
             await self.follower.selector(kind, key, obj)
         elif kind.role is Role.REFERENCE_FOLLOWER and not asked:
             await self.follower.named(kind, key, obj)
+        elif kind.role is Role.SCALER and not asked:
+            await self.follower.target(kind, key, obj)
         elif kind.role is Role.DEPENDENCY and not asked:
             await self.follower.users(kind, key, obj)
         elif kind.role is Role.WORKLOAD or asked:

@@ -4,6 +4,14 @@ it anew when its kind says a change cannot be made in place, or delete it.
 Server-side apply with field manager `kmc-sync`. An apply of what the child already holds, as
 we last applied it, is skipped: a child's status change re-queues its hub object, and most
 looks change nothing.
+
+A child whose size its own autoscaler sets (`held`: a hub HPA targets the workload and is
+placed there too) is applied without `spec.replicas`, so the autoscaler's writes are never
+reverted. Server-side apply resets a field its last owner stops sending, so before `kmc-sync`
+first leaves it out, the child's current size is applied under a second manager
+(`SCALE_HANDOVER_MANAGER`, not forced: a conflict means someone else, the autoscaler, owns
+it already), which keeps it owned until the autoscaler takes it. A new child is still made
+with its share, the hub's `spec.replicas` divided: the size it starts at.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from collections.abc import Collection
 
 import msgspec
 
-from apiserver.contract import ORIGIN, SYNC_MANAGER, Placement
+from apiserver.contract import ORIGIN, SCALE_HANDOVER_MANAGER, SYNC_MANAGER, Placement
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Change, Key, Kind
 from apiserver.kube import events
@@ -23,7 +31,7 @@ from apiserver.loops.sync.children import Children, ChildWatch
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
 from apiserver.placement.policy import constraints
-from apiserver.sync.desired import child_object
+from apiserver.sync.desired import child_object, spec_of
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +53,10 @@ class Applier:
         location: str,
         shares: Placement,
         stale: Collection[str],
+        held: bool = False,
     ) -> bool:
-        """Apply one child; False when it failed (and should be tried again)."""
+        """Apply one child; False when it failed (and should be tried again). `held`: its
+        size is its autoscaler's, not ours to send."""
         watch = self.children.get(location)
         if watch is None or location in stale:
             return True  # retried when the location is back (its Ready change re-queues us)
@@ -56,9 +66,14 @@ class Applier:
         labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
         added = constraints(self.cache.policies_for(namespace)) if namespace else None
         desired = child_object(hub, kind, location, shares, labels, added)
-        digest = hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
         current = watch.get(key)
         record = self.records.of(key)
+        held = held and current is not None
+        if held:
+            spec_of(desired).pop("replicas", None)
+        else:
+            record.released.discard(location)
+        digest = hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
         if current is not None:
             # As we last applied it and we would apply the same again; or a change the kind
             # keeps from (a finished Job's share: its work there is done, and stays on record
@@ -78,6 +93,10 @@ class Applier:
                     int(current["metadata"].get("generation", 0)),
                 )
                 return True
+        if held and current is not None and location not in record.released:
+            if not await self._release(key, kind, watch, current):
+                return False
+            record.released.add(location)
         try:
             if namespace:
                 await self._ensure_namespace(watch, namespace)
@@ -95,6 +114,29 @@ class Applier:
             int(meta.get("generation", 0)),
             int(answer.get("metadata", {}).get("generation", 0)),
         )
+        await watch.observe(kind, answer)
+        return True
+
+    async def _release(self, key: Key, kind: Kind, watch: ChildWatch, child: Obj) -> bool:
+        """Hold the child's current spec.replicas under the handover manager, so that our
+        next apply, without it, does not reset it. False when that failed."""
+        meta, replicas = child["metadata"], (child.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int):
+            return True  # nothing set: nothing to keep
+        stub = {
+            "apiVersion": kind.api_version,
+            "kind": kind.kind,
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "spec": {"replicas": replicas},
+        }
+        path = kind.path(meta["namespace"], meta["name"])
+        try:
+            answer = await watch.kube.apply(path, stub, SCALE_HANDOVER_MANAGER, force=False)
+        except ApiError as err:
+            if err.code == 409:
+                return True  # changed by another manager since we saw it: theirs already
+            log.warning("%s: handing replicas over in %s failed: %s", key, watch.location, err)
+            return False
         await watch.observe(kind, answer)
         return True
 

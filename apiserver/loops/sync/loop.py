@@ -137,7 +137,20 @@ class SyncLoop:
     async def _on_hub_object(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
         if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
             return  # our own fold, the placement loop's condition: nothing to do
-        self.queue.add(Key.of(kind, obj))
+        key = Key.of(kind, obj)
+        self.queue.add(key)
+        info = self.cache.kinds.get(kind)
+        if info is not None and info.role is Role.SCALER:
+            # Whether its workload's children's size is ours to send may have changed.
+            for version in (obj, old):
+                target = info.target(version) if version is not None else None
+                scaled = target.key(self.cache.kinds.values(), key.namespace) if target else None
+                if scaled is not None:
+                    self.queue.add(scaled)
+        if info is not None and info.allows is not None:
+            # What a move of the pods it selects may take down at once may have changed.
+            for workload_key in self._selected(info, key.namespace, obj, old):
+                self.queue.add(workload_key)
 
     async def _on_policy(self, _: str, __: Obj, ___: Obj | None) -> None:
         """A PlacementPolicy's constraints on child objects may have changed: apply again
@@ -246,10 +259,15 @@ class SyncLoop:
             if added is not None:
                 await self.cache.observe(kind.key, added)
         stale = self.progress.stale()
-        shares, deletable, waiting = self._handover(kind, hub, placement, children, stale)
+        held = held_by_scalers(self.cache, key, kind, placement)
+        shares, deletable, waiting = self._handover(kind, hub, placement, children, stale, held)
         applied = await asyncio.gather(
             *(
-                self.bounded.run(key, loc, self.applier.apply(key, kind, hub, loc, shares, stale))
+                self.bounded.run(
+                    key,
+                    loc,
+                    self.applier.apply(key, kind, hub, loc, shares, stale, loc in held),
+                )
                 for loc in sorted(shares)
             )
         )
@@ -282,6 +300,39 @@ class SyncLoop:
             return self.handoff.placement_of(key, hub)
         return read_placement(hub), False
 
+    def _selected(self, kind: Kind, namespace: str, *versions: Obj | None) -> set[Key]:
+        """The workloads of `namespace` whose pods any of the `versions` of a selector
+        follower selects."""
+        tests = [t for v in versions if v is not None and (t := kind.selector(v)) is not None]
+        found = set()
+        for workloads in list(self.cache.kinds.values()):
+            if workloads.role is not Role.WORKLOAD or not tests:
+                continue
+            for workload_key in self.cache.list_keys(workloads.key, namespace):
+                workload = self.cache.get(workload_key)
+                labels = workloads.pod_labels(workload) if workload is not None else {}
+                if workload is not None and any(test(labels) for test in tests):
+                    found.add(workload_key)
+        return found
+
+    def _disruptions(self, kind: Kind, hub: Obj, total: int, allowed: int) -> int:
+        """How many of the workload's `total` replicas a move may take down at once: its own
+        rollout's `allowed`, or less where a disruption budget of its namespace (a PDB, not
+        being deleted) selects its pods."""
+        labels = kind.pod_labels(hub)
+        namespace = hub["metadata"]["namespace"]
+        for budgets in list(self.cache.kinds.values()):
+            if budgets.allows is None:
+                continue
+            for budget_key in self.cache.list_keys(budgets.key, namespace):
+                budget = self.cache.get(budget_key)
+                if budget is None or budget["metadata"].get("deletionTimestamp"):
+                    continue
+                selects = budgets.selector(budget)
+                if selects is not None and selects(labels):
+                    allowed = min(allowed, budgets.allows(budget, total))
+        return allowed
+
     def _handover(
         self,
         kind: Kind,
@@ -289,9 +340,11 @@ class SyncLoop:
         placement: Placement,
         children: dict[str, Obj],
         stale: dict[str, str],
+        held: frozenset[str] = frozenset(),
     ) -> tuple[Placement, set[str], tuple[str, ...]]:
         """What each location's child should hold now, which children may go, and what a
-        move in progress waits for."""
+        move in progress waits for. A `held` child's size is its autoscaler's: the handover
+        takes it as it is."""
         if kind.max_unavailable is not None:
             observed = {
                 loc: Child(
@@ -301,11 +354,15 @@ class SyncLoop:
                 )
                 for loc, child in children.items()
             }
+            goal = {loc: value or 0 for loc, value in placement.items()}
+            for loc in held & observed.keys():
+                goal[loc] = observed[loc].replicas
+            total = int(hub.get("spec", {}).get("replicas", 1))
             step = plan(
-                {loc: value or 0 for loc, value in placement.items()},
+                goal,
                 observed,
-                total=int(hub.get("spec", {}).get("replicas", 1)),
-                max_unavailable=kind.max_unavailable(hub),
+                total=total,
+                max_unavailable=self._disruptions(kind, hub, total, kind.max_unavailable(hub)),
             )
             return dict(step.replicas), set(step.delete), step.waiting
         leaving = {loc for loc in children if loc not in placement and loc not in stale}
@@ -320,6 +377,25 @@ class SyncLoop:
                 if not self.children.watches[loc].namespace_has_workloads(namespace)
             }
         return dict(placement), leaving, ()
+
+
+def held_by_scalers(cache: HubCache, key: Key, kind: Kind, placement: Placement) -> frozenset[str]:
+    """Where a workload's children are sized by their own autoscalers: wherever it has
+    replicas, while a hub scaler (an HPA, not being deleted) targets it. Its scalers go
+    exactly there (`follow.py`)."""
+    if kind.max_unavailable is None:
+        return frozenset()
+    for scalers in list(cache.kinds.values()):
+        if scalers.role is not Role.SCALER:
+            continue
+        for scaler_key in cache.list_keys(scalers.key, key.namespace):
+            scaler = cache.get(scaler_key)
+            if scaler is None or scaler["metadata"].get("deletionTimestamp"):
+                continue
+            target = scalers.target(scaler)
+            if target is not None and target.name == key.name and kind.named_by(target):
+                return frozenset(loc for loc, n in placement.items() if n is None or n)
+    return frozenset()
 
 
 def count_due(location: Obj, fresh: Obj, written: float | None, now: float, quiet: float) -> bool:
@@ -374,7 +450,10 @@ class Progress:
         done = self.records.applied(key)
         applied = {loc: done[loc] for loc in set(placement) | set(children) if loc in done}
         stale = self.stale() if stale is None else stale
-        return location_states(hub, kind.counts, placement, children, applied, stale, verdicts)
+        held = held_by_scalers(self.cache, key, kind, placement)
+        return location_states(
+            hub, kind.counts, placement, children, applied, stale, verdicts, held
+        )
 
     def inputs(self, key: Key) -> tuple[tuple[int, int], dict[str, tuple[int, int]]]:
         """What `rows` reads of ours for one object besides the locations' state, in O(1):

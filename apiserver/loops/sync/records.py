@@ -19,6 +19,8 @@ class Record:
     # by hand bumps the generation, and a label or annotation edit is seen by comparing what
     # the child wears, so drift is still undone.
     written: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Locations whose child's spec.replicas was handed to its autoscaler (`Applier._release`).
+    released: set[str] = field(default_factory=set)
     folded: float | None = None  # when we last wrote its status (monotonic clock)
     first_look: float | None = None  # when its first status was held for its children
     partway: float | None = None  # since when a partway status waits to be written
@@ -33,6 +35,7 @@ class Record:
 
     def gone_from(self, location: str) -> None:
         self.written.pop(location, None)
+        self.released.discard(location)
         if location in self.applied:
             self.applied = {k: v for k, v in self.applied.items() if k != location}
 
