@@ -5,13 +5,13 @@ EndpointSlices labelled with the location they come from."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl, run_testbed
+from .test_locations import wait_until
 from .test_placement import (
     placed_condition,
     wait_locations_settled,
@@ -24,13 +24,8 @@ OURS = "endpointslice.kubernetes.io/managed-by=kmc.dev"
 
 
 def wait_for(what: Callable[[], Any], timeout: float = 180, say: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = what()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out: {say}"
-        time.sleep(0.5)
+    """`wait_until`, with this file's generous default."""
+    return wait_until(say or "a condition", what, timeout)
 
 
 def child_services(kubectl: dict[str, Kubectl], namespace: str) -> dict[str, Any]:
