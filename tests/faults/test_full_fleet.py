@@ -36,6 +36,23 @@ def pods_of(location: dict[str, Any]) -> tuple[int, int]:
     return int(status["allocatable"]["pods"]), int(status.get("requested", {}).get("pods", 0))
 
 
+def assigned_pods(child: Kubectl) -> int:
+    """Pods bound to the child's nodes and not finished, counted in the child itself: what
+    its scheduler counts against the nodes' pod slots. The Location status counts the same
+    but may be seconds old (a change of requests alone is written at most every 10 s), and
+    topping up from an old count overfills: the extra fillers wait Pending, and a scale-down
+    of the fill then removes those first and frees no slot."""
+    names = child.run(
+        "get",
+        "pods",
+        "-A",
+        "--field-selector=spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
+        "-o",
+        "name",
+    ).stdout.split()
+    return len(names)
+
+
 def locations(hub: Kubectl) -> dict[str, dict[str, Any]]:
     return {loc["metadata"]["name"]: loc for loc in hub.json("get", "locations")["items"]}
 
@@ -68,15 +85,12 @@ def nothing_terminating(kubectl: dict[str, Kubectl]) -> bool:
     return True
 
 
-def top_up(child: Kubectl, fill: str, location: dict[str, Any]) -> bool:
+def top_up(child: Kubectl, fill: str, slots: int) -> bool:
     """Whether the child is full; if not, and the fill has settled, add the pods it is short.
 
     The first fill counts the pods running at that moment, some of which may be an earlier
     test's on their way out; once they are gone the child has room again. Adding only to a
     settled fill never overshoots: a Pending filler would take the room the test frees."""
-    slots, running = pods_of(location)
-    if running >= slots:
-        return True
     deployment = child.json("get", "deployment", "fill", "-n", fill)
     wanted = deployment["spec"]["replicas"]
     status = deployment.get("status", {})
@@ -85,9 +99,12 @@ def top_up(child: Kubectl, fill: str, location: dict[str, Any]) -> bool:
         and status.get("replicas") == wanted
         and status.get("availableReplicas") == wanted
     )
-    if settled:
-        more = f"--replicas={wanted + slots - running}"
-        child.run("scale", "deployment", "fill", "-n", fill, more)
+    if not settled:
+        return False
+    running = assigned_pods(child)
+    if running >= slots:
+        return True
+    child.run("scale", "deployment", "fill", "-n", fill, f"--replicas={wanted + slots - running}")
     return False
 
 
@@ -120,12 +137,12 @@ def test_a_full_fleet_holds_the_placement_and_says_what_is_short(
         lambda: all(pods_of(locations(hub)[child])[1] >= 1 for child in CHILDREN),
         timeout=60,
     )
+    slots = {child: pods_of(locations(hub)[child])[0] for child in CHILDREN}
     for child in CHILDREN:
-        slots, running = pods_of(locations(hub)[child])
-        kubectl[child].apply(filler(slots - running), fill)
+        kubectl[child].apply(filler(slots[child] - assigned_pods(kubectl[child])), fill)
     wait_until(
         "every child full",
-        lambda: all([top_up(kubectl[child], fill, locations(hub)[child]) for child in CHILDREN]),
+        lambda: all([top_up(kubectl[child], fill, slots[child]) for child in CHILDREN]),
         timeout=600,
     )
 
