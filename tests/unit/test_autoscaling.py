@@ -32,6 +32,8 @@ from apiserver.sync.desired import child_object
 from apiserver.sync.report import location_states
 from apiserver.sync.status import fold
 
+from .follow_fakes import RecordingWriter
+
 HPA = HORIZONTALPODAUTOSCALER
 WEB = Key("Deployment", "shop", "web")
 
@@ -223,21 +225,6 @@ def test_conditions_say_where_scaling_is_inactive_or_limited() -> None:
 
 
 # --- following the target (placement loop) -----------------------------------------------------
-
-
-class RecordingWriter:
-    def __init__(self) -> None:
-        self.placements: list[Placement] = []
-        self.conditions: list[tuple[str, str, str]] = []
-
-    async def placement(self, kind: Kind, key: Key, obj: Obj, placement: Placement) -> Obj:
-        self.placements.append(placement)
-        return obj
-
-    def condition(
-        self, kind: Kind, key: Key, obj: Obj, status: str, reason: str, message: str
-    ) -> None:
-        self.conditions.append((status, reason, message))
 
 
 def hub_cache(*objects: tuple[Kind, Obj]) -> HubCache:

@@ -25,6 +25,8 @@ from apiserver.objects import Obj
 from apiserver.sync.desired import child_object
 from apiserver.sync.status import fold
 
+from .follow_fakes import RecordingWriter
+
 PDB = PODDISRUPTIONBUDGET
 
 
@@ -94,21 +96,6 @@ def test_divided_budgets_sum_to_the_hubs(value: int, weights: dict[str, int], fi
 # --- following its pods (placement loop) --------------------------------------------------------
 
 
-class RecordingWriter:
-    def __init__(self) -> None:
-        self.placements: list[Placement] = []
-        self.conditions: list[tuple[str, str]] = []
-
-    async def placement(self, kind: Kind, key: Key, obj: Obj, placement: Placement) -> Obj:
-        self.placements.append(placement)
-        return obj
-
-    def condition(
-        self, kind: Kind, key: Key, obj: Obj, status: str, reason: str, message: str
-    ) -> None:
-        self.conditions.append((status, reason))
-
-
 def workload(name: str, placement: Placement, **labels: str) -> Obj:
     return {
         "metadata": {
@@ -140,7 +127,7 @@ async def test_a_budget_carries_the_replicas_its_pods_run_in_each_location() -> 
     )
     writer = await follow(PDB, pdb(), *objects)
     assert writer.placements == [{"eu-west": 3, "us-east": 3, "us-west": 1}]
-    assert writer.conditions == [("True", "Placed")]
+    assert writer.said() == [("True", "Placed")]
     # A Service selecting the same pods goes to the same places, copied whole.
     service = {
         "metadata": {"name": "web", "namespace": "shop"},
@@ -152,7 +139,7 @@ async def test_a_budget_carries_the_replicas_its_pods_run_in_each_location() -> 
 
 async def test_a_budget_selecting_nothing_placed_stays_on_the_hub() -> None:
     writer = await follow(PDB, pdb(), (DEPLOYMENT, workload("db", {"eu-west": 5}, app="db")))
-    assert (writer.placements, writer.conditions) == ([], [("False", "NothingSelected")])
+    assert (writer.placements, writer.said()) == ([], [("False", "NothingSelected")])
 
 
 # --- folding ------------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ from apiserver.placement.dependencies import references
 from apiserver.sync.desired import child_object
 from apiserver.sync.status import fold
 
+from .follow_fakes import RecordingWriter
+
 INGRESS_OBJ: Obj = {
     "apiVersion": "networking.k8s.io/v1",
     "kind": "Ingress",
@@ -268,21 +270,6 @@ class _Cache:
         return self.objects.get(key)
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self.placements: list[dict[str, int | None]] = []
-        self.conditions: list[tuple[str, str, str]] = []
-
-    async def placement(self, kind: Kind, key: Key, obj: Obj, placement: Any) -> Obj:
-        self.placements.append(placement)
-        return obj
-
-    def condition(
-        self, kind: Kind, key: Key, obj: Obj, status: str, reason: str, message: str
-    ) -> None:
-        self.conditions.append((status, reason, message))
-
-
 def _service(name: str, placement: str | None) -> Obj:
     annotations = {PLACEMENT: placement} if placement is not None else {}
     return {"metadata": {"name": name, "namespace": "shop", "annotations": annotations}}
@@ -296,7 +283,7 @@ async def test_an_ingress_goes_where_any_of_its_services_is_and_takes_its_tls_se
     }
     touched: list[Key] = []
     records = Records(touched=touched.append)
-    writer = _Writer()
+    writer = RecordingWriter()
     follower = Follower(cast(HubCache, _Cache(objects)), records, cast(Writer, writer))
     key = Key("Ingress", "shop", "web")
     await follower.named(INGRESS, key, INGRESS_OBJ)
@@ -310,7 +297,7 @@ async def test_an_ingress_goes_where_any_of_its_services_is_and_takes_its_tls_se
 
 async def test_an_ingress_whose_services_are_placed_nowhere_stays_on_the_hub_and_says_why() -> None:
     objects = {Key("Service", "shop", "web"): _service("web", None)}
-    writer = _Writer()
+    writer = RecordingWriter()
     records = Records(touched=lambda _: None)
     follower = Follower(cast(HubCache, _Cache(objects)), records, cast(Writer, writer))
     lonely: Obj = {
