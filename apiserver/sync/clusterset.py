@@ -25,7 +25,6 @@ from apiserver.contract import (
     SERVICE_NAME,
     SLICE_MANAGER,
     SOURCE_CLUSTER,
-    Placement,
 )
 from apiserver.objects import Obj, ReadOnly
 
@@ -97,13 +96,13 @@ def derived_slice(mirror: ReadOnly, service: str) -> Obj:
     return slice_
 
 
-def placed_in(placement: Placement) -> set[str]:
+def placed_in(placement: Mapping[str, int | None]) -> set[str]:
     """The locations a Service is in: any share but 0."""
     return {location for location, share in placement.items() if share is None or share}
 
 
 def wanted(
-    service: ReadOnly | None, placement: Placement, mirrors: Iterable[ReadOnly]
+    service: ReadOnly | None, placement: Mapping[str, int | None], mirrors: Iterable[ReadOnly]
 ) -> dict[str, Want]:
     """Per location the Service is placed in, what it should hold; nothing anywhere without
     a Service (or for an ExternalName one, which has no endpoints to share). `mirrors` are
@@ -171,7 +170,7 @@ def verdict(
     namespace: str,
     name: str,
     service: ReadOnly | None,
-    placement: Placement,
+    placement: Mapping[str, int | None],
     failed: Mapping[str, str],
 ) -> Verdict:
     """What the export's status says: whether there is a Service to export, and whether every

@@ -3,6 +3,7 @@ is in a ServiceImport and the other locations' ready endpoints, and takes them a
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kmc_testbed import bed
@@ -39,7 +40,8 @@ def imported(child: Kubectl, namespace: str) -> dict[str, Any] | None:
     if proc.returncode != 0:
         assert "NotFound" in proc.stderr, proc.stderr
         return None
-    return child.json("get", "serviceimports.multicluster.x-k8s.io", "web", "-n", namespace)
+    found: dict[str, Any] = json.loads(proc.stdout)
+    return found
 
 
 def derived(child: Kubectl, namespace: str) -> dict[str, set[str]]:
