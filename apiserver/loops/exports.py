@@ -218,7 +218,13 @@ class ExportsLoop:
         if watched is None or not watched.synced:
             if want is None:
                 return  # nothing asked; what it holds is looked at once it is watched
-            raise _NotYet.of(503, "ServiceUnavailable", f"not watched in {location} yet")
+            why = (
+                f"no connection to {location} yet"
+                if watched is None
+                else f"ServiceImports and EndpointSlices of {location} not listed yet (are the"
+                " multicluster.x-k8s.io CRDs installed there?)"
+            )
+            raise _NotYet.of(503, "ServiceUnavailable", why)
         ns_path = f"namespaces/{key.namespace}"
         imports = f"{GROUP_PATH}/{ns_path}/serviceimports"
         slices = f"/apis/discovery.k8s.io/v1/{ns_path}/endpointslices"
