@@ -19,9 +19,8 @@ import yaml
 
 from kmc_testbed import bed, config
 
-# The Multi-Cluster Services API's CRDs: on the hub (ServiceExports) and in every child
-# (ServiceImports, which kmc-apiserver writes there), as a user installs them in each cluster.
-MCS = "manifests/mcs"
+# The Multi-Cluster Services API's CRDs on the hub (ServiceExports); `bed.up` puts them in
+# every child (ServiceImports, which kmc-apiserver writes there).
 MCS_CRDS = ("crd/serviceexports.multicluster.x-k8s.io", "crd/serviceimports.multicluster.x-k8s.io")
 
 # What a real install applies on the hub, but for kmc-apiserver's Deployment and the
@@ -38,15 +37,15 @@ MANIFESTS = (
 
 
 def kubectl(
-    *args: str, check: bool = True, stdin: str | None = None, context: str = bed.HUB
+    *args: str, check: bool = True, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """The real kubectl against the hub (or another cluster), with our plugin on PATH."""
+    """The real kubectl against the hub, with our plugin on PATH."""
     env = {
         **os.environ,
         "PATH": f"{config.REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
     }
     # kubectl takes no flags before a plugin's name: they go after, and reach the plugin.
-    cmd = ["kubectl", *args, "--kubeconfig", str(config.kubeconfig_path()), "--context", context]
+    cmd = ["kubectl", *args, "--kubeconfig", str(config.kubeconfig_path()), "--context", bed.HUB]
     proc = subprocess.run(
         cmd, capture_output=True, text=True, env=env, cwd=config.REPO_ROOT, input=stdin
     )
@@ -78,11 +77,6 @@ def install(state: bed.State, log: bed.Log) -> None:
         if cluster.role == bed.HUB or not bed.alive(state, f"{cluster.name}-apiserver"):
             continue
         labels = ",".join(f"{k}={v}" for k, v in sorted(cluster.labels.items()))
-        mcs = ("-f", str(config.REPO_ROOT / MCS))
-        kubectl("apply", "--server-side", "--field-manager=kmc-testbed", *mcs, context=cluster.name)
-        kubectl(
-            "wait", "--for=condition=Established", *MCS_CRDS, "--timeout=60s", context=cluster.name
-        )
         log(f"joining {cluster.name}")
         kubectl(
             "mc",
