@@ -36,6 +36,7 @@ from apiserver.kube.client import HUB, Kube, guard_trace
 from apiserver.leader import LEADERSHIP, Leadership, identity, user_agent
 from apiserver.locations.fleet import FLEET, Fleet
 from apiserver.loops.endpoints import EndpointsLoop
+from apiserver.loops.exports import ExportsLoop
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.imports import ImportLoop
 from apiserver.loops.locations import LOCATIONS, LocationLoop
@@ -170,6 +171,9 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     )
     imports = ImportLoop(acting, cache, locations.crds, leadership)
     endpoints = EndpointsLoop(cache, app[FLEET].get, leadership, grace=options.grace_period)
+    # Exported Services (MCS API): each location gets the other locations' endpoints, read
+    # from the hub slices the endpoints loop keeps.
+    exports = ExportsLoop(cache, app[FLEET].get, leadership)
     handoff.handed.connect(sync.queue.add)
     locations.stuck.connect(placement.on_stuck)
     imports.verdicts.connect(placement.exclude)
@@ -188,6 +192,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         "sync": asyncio.create_task(sync.run(), name="sync"),
         "imports": asyncio.create_task(imports.run(), name="imports"),
         "endpoints": asyncio.create_task(endpoints.run(), name="endpoints"),
+        "exports": asyncio.create_task(exports.run(), name="exports"),
         "remote-caches": asyncio.create_task(app[REMOTE_CACHES].run(), name="remote-caches"),
     }
     if options.leader_elect:

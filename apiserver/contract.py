@@ -30,6 +30,14 @@ SERVICE_ACCOUNT = "kmc.dev/service-account"  # on a Location's Secret: a token w
 EXCLUDE = "kmc.dev/exclude"  # on a Namespace, "true": its objects stay on the hub
 ORIGIN = "kmc.dev/origin-uid"  # on child objects: the uid of the hub object they came from
 IMPORTED = "kmc.dev/imported"  # on hub CRDs made from an API import (never the user's)
+# EndpointSlices we write: the children's endpoints mirrored on the hub (one per child slice,
+# also labelled with the Service and the location), and in each location the other locations'
+# endpoints of an exported Service (the Multi-Cluster Services API's labels).
+SERVICE_NAME = "kubernetes.io/service-name"
+MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
+SOURCE_CLUSTER = "multicluster.kubernetes.io/source-cluster"
+MCS_SERVICE_NAME = "multicluster.kubernetes.io/service-name"
+SLICE_MANAGER = "kmc.dev"  # the value of MANAGED_BY on them
 # The scheduling gate our webhook puts on hub Pods we place: the hub's scheduler never binds them.
 PLACED_ELSEWHERE = "kmc.dev/placed-elsewhere"
 # The sync loop's finalizer: the children are deleted before the hub object goes.

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from aiohttp import web
 
 from apiserver import metrics
+from apiserver.contract import MANAGED_BY, SLICE_MANAGER
 from apiserver.kinds import PLACED, Key, Kind, of_crd
 from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
@@ -26,6 +27,7 @@ from apiserver.placement import policy
 log = logging.getLogger(__name__)
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 
 # (kind key, event, object, the object before): a change to any placed kind.
 ObjectHandler = Callable[[str, str, Obj, Obj | None], Awaitable[None]]
@@ -54,6 +56,11 @@ class HubCache:
         self.policies = Informer(hub, policy.PATH)
         self._policies_read: dict[str, tuple[str, policy.Policy]] = {}  # name -> (version, read)
         self.crds = Informer(hub, CRDS, self._on_crd)
+        # The hub EndpointSlices we write (the children's endpoints, mirrored): the endpoints
+        # loop keeps them, the exports loop reads them.
+        self.slices = Informer(
+            hub, SLICES, params={"labelSelector": f"{MANAGED_BY}={SLICE_MANAGER}"}
+        )
         self._handlers: list[ObjectHandler] = []
         # collection path -> (when asked, the hub's answer): one probe serves every read that
         # arrived before it was sent.
@@ -164,6 +171,7 @@ class HubCache:
             self.locations,
             self.policies,
             self.crds,
+            self.slices,
         ):
             await informer.synced.wait()
 
@@ -184,6 +192,7 @@ class HubCache:
                 self.locations,
                 self.policies,
                 self.crds,
+                self.slices,
             )
         ]
         try:

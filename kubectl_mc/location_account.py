@@ -121,6 +121,24 @@ RULES: list[tuple[str, dict[str, Any]]] = [
         {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": _READ},
     ),
     (
+        "exports (Multi-Cluster Services API): a Service exported on the hub gets its"
+        " ServiceImport here, and the other locations' endpoints as EndpointSlices labelled"
+        " endpointslice.kubernetes.io/managed-by=kmc.dev",
+        {
+            "apiGroups": ["multicluster.x-k8s.io"],
+            "resources": ["serviceimports"],
+            "verbs": _WRITE,
+        },
+    ),
+    (
+        "exports: the other locations' endpoints, written",
+        {
+            "apiGroups": ["discovery.k8s.io"],
+            "resources": ["endpointslices"],
+            "verbs": ["create", "update", "patch", "delete"],
+        },
+    ),
+    (
         "punch-through: reads impersonate the caller, so the child's RBAC decides",
         {
             "apiGroups": [""],

@@ -26,7 +26,8 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from apiserver.contract import ORIGIN, condition
+from apiserver.contract import MANAGED_BY, ORIGIN, SERVICE_NAME, SLICE_MANAGER, condition
+from apiserver.contract import SOURCE_CLUSTER as SOURCE
 from apiserver.hubcache import HubCache
 from apiserver.kinds import SERVICE, Key
 from apiserver.kube.client import ApiError, Kube
@@ -38,10 +39,7 @@ from apiserver.workqueue import WorkQueue
 log = logging.getLogger(__name__)
 
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
-SERVICE_NAME = "kubernetes.io/service-name"
-MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
-SOURCE = "multicluster.kubernetes.io/source-cluster"
-OURS = "kmc.dev"
+OURS = SLICE_MANAGER
 MANAGER = "kmc-endpoints"
 
 
@@ -75,16 +73,14 @@ class EndpointsLoop:
         self.queue: WorkQueue[Slot] = WorkQueue("endpoints", lane=lambda s: s.lane)
         # location -> (its client, the watch of the child slices of Services we placed)
         self._watches: dict[str, tuple[Kube, Informer, asyncio.Task[None]]] = {}
-        self.mine = Informer(
-            cache.hub, SLICES, self._on_mine, {"labelSelector": f"{MANAGED_BY}={OURS}"}
-        )
+        self.mine = cache.slices  # the hub's slices we wrote, in the shared cache
+        self.mine.subscribe(self._on_mine)
         cache.locations.subscribe(self._on_location)
         cache.subscribe(self._on_hub_object)
 
     # -- what wakes it --------------------------------------------------------------------
 
     async def run(self) -> None:
-        mine = asyncio.create_task(self.mine.run(), name="hub endpointslices")
         try:
             await self.cache.wait_synced()
             for location in self.cache.locations.items():
@@ -102,7 +98,6 @@ class EndpointsLoop:
             ]
             await asyncio.gather(*workers)
         finally:
-            mine.cancel()
             for _, _, task in self._watches.values():
                 task.cancel()
 

@@ -717,6 +717,7 @@ def up(log: Log, extra: Cluster | None = None) -> State:
             for cluster in state.clusters:
                 if cluster.role != HUB:
                     ensure_kwok_resources(cluster)
+                    ensure_mcs_crds(cluster)
             restart_changed(state, "kwok", log)
         ensure_running(state, [n for n, _, kind in state.components() if kind in wave], log)
     for cluster in state.clusters:
@@ -769,15 +770,12 @@ def restart_changed(state: State, kind: str, log: Log) -> None:
             kill(state, name, signal.SIGTERM)
 
 
-def ensure_kwok_resources(cluster: Cluster) -> None:
-    """kwok's CRDs in a child, and what every fake pod answers unless a test says otherwise:
-    its log (and attach) is a file in the child's folder, and exec runs the command on this
-    machine, in that folder. A test's own `Logs`, `Exec` or `PortForward` for one pod comes
-    first (kwok looks for one named after the pod before the cluster-wide ones)."""
+def ensure_crds(cluster: Cluster, docs: list[Any], what: str) -> None:
+    """CRDs in a cluster (created when missing), and wait until they are served."""
     client = admin_client(cluster)
     crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     names = []
-    for crd in yaml.safe_load_all((build.KWOK.folder / build.KWOK_CRDS_FILE).read_text()):
+    for crd in docs:
         names.append(crd["metadata"]["name"])
         resp = client.request("POST", crds, crd)
         if resp.status not in (201, 409):
@@ -791,7 +789,27 @@ def ensure_kwok_resources(cluster: Cluster) -> None:
                 return False
         return True
 
-    wait_for(f"kwok's CRDs in {cluster.name}", established, 60.0, f"{cluster.name}-apiserver")
+    wait_for(f"{what} in {cluster.name}", established, 60.0, f"{cluster.name}-apiserver")
+
+
+def ensure_mcs_crds(cluster: Cluster) -> None:
+    """The Multi-Cluster Services API's CRDs (manifests/mcs/) in a child, as a user installs
+    them in every cluster of a clusterset: kmc-apiserver writes ServiceImports there."""
+    docs = [
+        yaml.safe_load(path.read_text())
+        for path in sorted((config.REPO_ROOT / "manifests" / "mcs").glob("*.yaml"))
+    ]
+    ensure_crds(cluster, docs, "the MCS API's CRDs")
+
+
+def ensure_kwok_resources(cluster: Cluster) -> None:
+    """kwok's CRDs in a child, and what every fake pod answers unless a test says otherwise:
+    its log (and attach) is a file in the child's folder, and exec runs the command on this
+    machine, in that folder. A test's own `Logs`, `Exec` or `PortForward` for one pod comes
+    first (kwok looks for one named after the pod before the cluster-wide ones)."""
+    client = admin_client(cluster)
+    kwok = list(yaml.safe_load_all((build.KWOK.folder / build.KWOK_CRDS_FILE).read_text()))
+    ensure_crds(cluster, kwok, "kwok's CRDs")
     folder = pod_files(cluster)
     log_file = folder / "pod.log"
     if not log_file.exists():

@@ -19,11 +19,16 @@ import yaml
 
 from kmc_testbed import bed, config
 
+# The Multi-Cluster Services API's CRDs on the hub (ServiceExports); `bed.up` puts them in
+# every child (ServiceImports, which kmc-apiserver writes there).
+MCS_CRDS = ("crd/serviceexports.multicluster.x-k8s.io", "crd/serviceimports.multicluster.x-k8s.io")
+
 # What a real install applies on the hub, but for kmc-apiserver's Deployment and the
 # registration (`register`: the bed's reach the local process). kmc-apiserver runs as the
 # ServiceAccount these make, bound by their RBAC and classified by their FlowSchemas.
 MANIFESTS = (
     "manifests/crds",
+    "manifests/mcs",
     "manifests/namespace.yaml",
     "manifests/roles.yaml",
     "manifests/apiserver/rbac.yaml",
@@ -57,6 +62,7 @@ def install(state: bed.State, log: bed.Log) -> None:
         "--for=condition=Established",
         "crd/locations.kmc.dev",
         "crd/placementpolicies.kmc.dev",
+        *MCS_CRDS,
         "--timeout=60s",
     )
     if state.kmc_port is None:
