@@ -96,6 +96,15 @@ EVENTS = Counter(
     ["outcome"],
     registry=REGISTRY,
 )
+STATUS_WRITES = Counter(
+    "kmc_status_writes_total",
+    "Status writes to hub objects by why they went: first (an object's first status), "
+    "settled (counters at spec.replicas, or a kind without them), partway (counters still "
+    "on their way, after a hold), flipped (a condition, observedGeneration or where it is "
+    "placed changed while counters are on their way), placed (a Placed condition alone).",
+    ["why"],
+    registry=REGISTRY,
+)
 READS_REJECTED = Counter(
     "kmc_reads_rejected_total",
     "Reads answered 429 because the queue of reads waiting their turn was full.",

@@ -184,6 +184,7 @@ async def converge(count: int) -> list[dict[str, Any]]:
             "ratio": None,
         },
         *loops.rows("sync.converge"),
+        *loops.status_writes("hub.writes", count),
         *hubwrites.HubWrites(hub_before, hub_after).rows("hub.writes", "hub_writes", count),
         row(
             "hub.writes",

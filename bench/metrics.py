@@ -63,3 +63,16 @@ class Loops:
             ):
                 rows.append(row(benchmark, figure, value))
         return rows
+
+    def status_writes(self, benchmark: str, per: int) -> list[dict[str, Any]]:
+        """Our status writes to hub objects per `per` objects, by why they went (the fold's
+        `kmc_status_writes_total`): which of them a quieter fold would have to cut."""
+        return [
+            row(
+                benchmark,
+                f"status_writes_{why}_per_object",
+                self._delta(f'kmc_status_writes_total{{why="{why}"}}') / per,
+                digits=2,
+            )
+            for why in ("first", "settled", "partway", "flipped", "placed")
+        ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver.kinds import DEPLOYMENT, JOB
-from apiserver.loops.sync.fold import Hold, _partway
+from apiserver.loops.sync.fold import Hold, _partway, _why
 from apiserver.objects import Obj
 from apiserver.sync.status import reported
 
@@ -139,3 +139,16 @@ def test_a_child_is_reported_once_its_controller_has_seen_its_generation() -> No
     started: Obj = {"metadata": meta, "status": {"active": 1}}
     assert reported(JOB.fold_rules, {"us-east": started}, one)
     assert not reported(JOB.fold_rules, {"us-east": fresh}, one)
+
+
+def test_each_write_is_counted_by_why_it_went() -> None:
+    """`kmc_status_writes_total{why}`: what a benchmark reads to see which writes to cut."""
+    assert _why(None, {}, status(3, 0), HUB) == "first"
+    assert _why(1.0, status(3, 0), status(3, 1), HUB) == "partway"
+    assert _why(1.0, status(3, 1), status(3, 2, "True"), HUB) == "flipped"
+    assert _why(1.0, status(3, 2), status(3, 3, "True"), HUB) == "settled"
+    replica_set = {k: v for k, v in status(3, 3, "True").items() if k != "updatedReplicas"}
+    assert _why(1.0, status(3, 2), replica_set, HUB) == "settled"
+    not_ready = {k: v for k, v in status(3, 0).items() if k not in ("readyReplicas",)}
+    assert _why(1.0, status(3, 0, generation=0), not_ready, HUB) == "flipped"
+    assert _why(1.0, {"active": 1}, {"active": 2}, {"spec": {}}) == "settled"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
+from apiserver import metrics
 from apiserver.contract import (
     PLACED,
     PLACEMENT_MANAGER,
@@ -142,7 +143,7 @@ class Folder:
             if moment < due:
                 self.again(key, due - moment)
                 return
-        await self._write(kind, hub, status, SYNC_MANAGER)
+        await self._write(kind, hub, status, SYNC_MANAGER, _why(last, current, status, hub))
         record.folded, record.partway = time.monotonic(), None
         self._written(key, pending)
 
@@ -155,10 +156,12 @@ class Folder:
         if pending is None or not kind.has_conditions:
             return
         if _differs(hub.get("status") or {}, {"conditions": [pending]}):
-            await self._write(kind, hub, {"conditions": [dict(pending)]}, PLACEMENT_MANAGER)
+            body = {"conditions": [dict(pending)]}
+            await self._write(kind, hub, body, PLACEMENT_MANAGER, "placed")
         self._written(key, pending)
 
-    async def _write(self, kind: Kind, hub: Obj, status: Obj, manager: str) -> None:
+    async def _write(self, kind: Kind, hub: Obj, status: Obj, manager: str, why: str) -> None:
+        metrics.STATUS_WRITES.labels(why).inc()
         meta = hub["metadata"]
         path = kind.path(meta.get("namespace"), meta["name"], "status")
         body = status_body(hub, status, kind.whole_conditions)
@@ -216,6 +219,17 @@ def _differs(current: Obj, new: Obj) -> bool:
         elif current.get(field) != value:
             return True
     return False
+
+
+def _why(last: float | None, current: Obj, new: Obj, hub: Obj) -> str:
+    """Why a fold is written, for the `kmc_status_writes_total` metric."""
+    if last is None and not current:
+        return "first"
+    wanted = (hub.get("spec") or {}).get("replicas")
+    counted = [f for f in _COUNTERS if f in new or f != "updatedReplicas"]  # a ReplicaSet's lack it
+    if not isinstance(wanted, int) or all(new.get(f, 0) == wanted for f in counted):
+        return "settled"
+    return "partway" if _partway(current, new, hub) else "flipped"
 
 
 def _partway(current: Obj, new: Obj, hub: Obj) -> bool:
