@@ -184,17 +184,19 @@ def kmc_never_forbidden(testbed_up: bed.State) -> Iterator[None]:
     log = bed.audit_log()
     start = log.stat().st_size if log.exists() else 0
     yield
-    refused = sorted(_refused(log, start, bed.KMC_USER))
+    refused = sorted(refused_since(log, start, bed.KMC_USER))
     assert not refused, f"the hub refused {bed.KMC_USER} (missing RBAC in manifests/?): {refused}"
 
 
-def _refused(log: Path, start: int, user: str) -> set[str]:
+def refused_since(log: Path, start: int, user: str) -> set[str]:
     """What the hub refused `user` (403) in its audit log from byte `start` on, and did not
-    allow later on the same object. A missing rule is never allowed; a hub apiserver just
-    restarted refuses what it allows once its RBAC caches are filled."""
+    allow later (the same verb on the same resource, any object). A missing rule is never
+    allowed; a hub apiserver just restarted refuses what it allows once its RBAC caches are
+    filled, and the object refused then may not be written again (its namespace went, or
+    nothing of it changed since)."""
     if not log.exists():
         return set()
-    refused: dict[tuple[str, ...], str] = {}
+    refused: dict[str, str] = {}
     with log.open("rb") as lines:
         if log.stat().st_size >= start:  # (else it was rotated: read it all)
             lines.seek(start)
@@ -215,11 +217,10 @@ def _refused(log: Path, start: int, user: str) -> set[str]:
                 filter(None, (ref.get("apiGroup"), ref.get("resource"), ref.get("subresource")))
             )
             request = f"{event['verb']} {what or event['requestURI']}"
-            target = (request, ref.get("namespace") or "", ref.get("name") or "")
             if status.get("code") == 403:
-                refused[target] = request
+                refused[request] = request
             elif 200 <= (status.get("code") or 0) < 300:
-                refused.pop(target, None)
+                refused.pop(request, None)
     return set(refused.values())
 
 

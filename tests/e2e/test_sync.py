@@ -20,7 +20,8 @@ from typing import Any
 from kmc_testbed import bed
 from kmc_testbed.apiclient import Client
 
-from .conftest import CHILDREN, Kubectl, run_testbed
+from .conftest import CHILDREN, Kubectl, refused_since, run_testbed
+from .test_locations import wait_until
 from .test_placement import events_of, wait_locations_settled, wait_placement, with_strategy
 from .test_testbed import deployment, job
 
@@ -398,6 +399,8 @@ def test_a_hub_restart_is_recovered_without_restarting_kmc_apiserver(
     state = bed.load()
     assert state is not None
     kmc_pid = state.pids[bed.KMC]
+    audit = bed.audit_log()
+    start = audit.stat().st_size if audit.exists() else 0
     run_testbed("stop", "hub")
     time.sleep(2)  # every watch on the hub breaks
     run_testbed("start", "hub")
@@ -406,6 +409,14 @@ def test_a_hub_restart_is_recovered_without_restarting_kmc_apiserver(
     after = bed.load()
     assert after is not None and after.pids[bed.KMC] == kmc_pid
     assert bed.pid_running(kmc_pid)
+    # The restarted hub refuses what it allows once its RBAC caches are filled; what it
+    # refused kmc-apiserver then is allowed again by its next write of the kind (a Location's
+    # status may wait for its minute's refresh).
+    wait_until(
+        "every write refused while the hub started allowed again",
+        lambda: not refused_since(audit, start, bed.KMC_USER),
+        timeout=180,
+    )
 
 
 def test_unjoin_drains_the_location_first(
