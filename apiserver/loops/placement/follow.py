@@ -9,7 +9,9 @@ there are none and it stays on the hub; a reference follower (an Ingress) goes w
 of the objects it names (its Services) is placed, says so the same way, and takes the
 dependencies it names (its TLS Secrets) with it as a workload takes its pod template's.
 A dependency whose kind has a word on where it went (a ReadWriteOnce claim in two
-locations) says it in a Warning Event, once per change.
+locations) says it in a Warning Event, once per change. Any follower that goes to new
+locations or leaves some after its first placement says so in a Normal Event (`Followed`,
+`Left`), as a workload's placement changes do.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from apiserver.kinds import Key, Kind, Role
 from apiserver.loops.placement.records import Records
 from apiserver.loops.placement.writes import Writer
 from apiserver.objects import Obj
-from apiserver.placement.dependencies import follow
+from apiserver.placement.dependencies import follow, went
 
 
 class Follower:
@@ -37,11 +39,27 @@ class Follower:
             if workload is not None:
                 placements.append(read_placement(workload))
         placement: Placement = dict(follow(placements))
+        users = ", ".join(self._named(user) for user in sorted(self.records.users.get(key, ())))
+        await self._place(kind, key, obj, placement, users or "nothing")
+        self.writer.note(key, obj, kind.note(obj, placement))
+
+    async def _place(
+        self, kind: Kind, key: Key, obj: Obj, placement: Placement, company: str
+    ) -> None:
+        """Write a placement that changed (or was never written), with an Event per reason
+        when it went somewhere new or left somewhere after its first one."""
         current = read_placement(obj)
         has_annotation = PLACEMENT in (obj["metadata"].get("annotations") or {})
-        if placement != current or (placement and not has_annotation):
-            await self.writer.placement(kind, key, obj, placement)
-        self.writer.note(key, obj, kind.note(obj, placement))
+        if placement == current and (not placement or has_annotation):
+            return
+        await self.writer.placement(kind, key, obj, placement)
+        for reason, message in went(current, placement, company):
+            self.writer.events.post(obj, "Normal", reason, message)
+
+    def _named(self, key: Key) -> str:
+        """`deployments/web`, as kubectl names an object."""
+        kind = self.cache.kinds.get(key.kind)
+        return f"{kind.plural if kind else key.kind}/{key.name}"
 
     async def namespace(self, kind: Kind, key: Key, obj: Obj) -> None:
         """Where the namespace's workloads run; weighed by their replicas there (1 for kinds
@@ -60,8 +78,7 @@ class Follower:
                     )
         if not kind.weighed:
             weights = dict.fromkeys(weights)
-        if weights != read_placement(obj):
-            await self.writer.placement(kind, key, obj, weights)
+        await self._place(kind, key, obj, weights, "its namespace's workloads")
 
     async def selector(self, kind: Kind, key: Key, obj: Obj) -> None:
         """Wherever the workloads its selector matches run (any share but 0); without a
@@ -84,10 +101,7 @@ class Follower:
                     where |= placed
                     matched.append(f"{workloads.plural}/{workload_key.name}")
         placement: Placement = dict.fromkeys(sorted(where))
-        if placement != read_placement(obj) or (
-            placement and PLACEMENT not in (obj["metadata"].get("annotations") or {})
-        ):
-            await self.writer.placement(kind, key, obj, placement)
+        await self._place(kind, key, obj, placement, ", ".join(sorted(matched)) or "nothing")
         if matched:
             message = f"with {', '.join(sorted(matched))}: {describe(placement)}"
             self.writer.condition(kind, key, obj, "True", "Placed", message)
@@ -113,10 +127,7 @@ class Follower:
                 where |= placed
                 placed_ones.append(f"{target_kind.plural}/{target.name}")
         placement: Placement = dict.fromkeys(sorted(where))
-        if placement != read_placement(obj) or (
-            placement and PLACEMENT not in (obj["metadata"].get("annotations") or {})
-        ):
-            await self.writer.placement(kind, key, obj, placement)
+        await self._place(kind, key, obj, placement, ", ".join(placed_ones) or "nothing")
         uses = kind.uses(obj)
         self.records.use(key, frozenset(Key(k, key.namespace, name) for k, name in uses))
         if placed_ones:
