@@ -2,11 +2,12 @@
 
 Everything comes from the server, read concurrently: the `mc.kmc.dev` view (strategy,
 placement, one row per location, conditions), its `strategy` sub-resource (each location's
-verdict and the reason), the hub's Events on the object, and the children's Events through
-`events.remote.kmc.dev`. A child's Events are about objects with other names — a
-Deployment's ReplicaSets `web-5d4f8b7c9` and pods `web-5d4f8b7c9-x2x4q` — so they are
-matched by the names Kubernetes generates from the workload's name (random suffixes use
-its safe alphabet, which is why `web-api`'s events do not show under `web`).
+verdict and the reason), its `locations` sub-resource (what went to each location with it:
+its ConfigMaps, Services, namespace policy…), the hub's Events on the object, and the
+children's Events through `events.remote.kmc.dev`. A child's Events are about objects with
+other names — a Deployment's ReplicaSets `web-5d4f8b7c9` and pods `web-5d4f8b7c9-x2x4q` —
+so they are matched by the names Kubernetes generates from the workload's name (random
+suffixes use its safe alphabet, which is why `web-api`'s events do not show under `web`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def describe(client: Client, res: Resource, namespace: str, name: str) -> str:
     calls: list[Callable[[], Any]] = [
         lambda: client.get(res.path(namespace, name)),
         lambda: client.get(res.path(namespace, name, "strategy")),
+        lambda: client.get(res.path(namespace, name, "locations")),
         hub_events,
         child_events,
     ]
@@ -67,7 +69,7 @@ def describe(client: Client, res: Resource, namespace: str, name: str) -> str:
         except KubeError as err:  # the rest is best effort, as kubectl's describe is
             extra.append(None)
             notes.append(str(err))
-    strategy, hub_items, child_items = extra
+    strategy, locations, hub_items, child_items = extra
     now = datetime.datetime.now(datetime.UTC)
     events = [(HUB, e) for e in hub_items or [] if _about(e, obj["kind"], name)]
     pattern = child_name_pattern(obj["kind"], name)
@@ -75,7 +77,7 @@ def describe(client: Client, res: Resource, namespace: str, name: str) -> str:
         if pattern.match((event.get("involvedObject") or {}).get("name", "")):
             location = (event["metadata"].get("annotations") or {}).get("kmc.dev/location", "")
             events.append((location, event))
-    return render(obj, strategy, events, now, notes)
+    return render(obj, strategy, events, now, notes, locations)
 
 
 def _about(event: Obj, kind: str, name: str) -> bool:
@@ -89,6 +91,7 @@ def render(
     events: list[tuple[str, Obj]],
     now: datetime.datetime,
     notes: Sequence[str] = (),
+    locations: Obj | None = None,
 ) -> str:
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     fields: list[tuple[str, str]] = [
@@ -139,6 +142,13 @@ def render(
         ],
         width,
     )
+    if locations is not None:  # without the sub-resource (unreadable), the section is left out
+        lines += _section(
+            "Went Along",
+            ["Location", "Object", "Role", "Present"],
+            along_rows(locations),
+            width,
+        )
     verdicts = ((strategy or {}).get("status") or {}).get("verdicts") or []
     lines += _section(
         "Verdicts",
@@ -178,6 +188,21 @@ def render(
     )
     lines += [f"Warning: {note}" for note in notes]
     return "\n".join(lines)
+
+
+def along_rows(locations: Obj) -> list[list[str]]:
+    """What went with the workload, a row per location and object, from its `locations`
+    sub-resource (`kind/name` as kubectl names objects; a cluster-scoped one as it is)."""
+    return [
+        [
+            row.get("location", ""),
+            f"{str(item.get('kind', '')).lower()}/{item.get('name', '')}",
+            str(item.get("role", "")),
+            "true" if item.get("present") else "false",
+        ]
+        for row in locations.get("locations") or []
+        for item in row.get("along") or []
+    ]
 
 
 def _section(title: str, headers: list[str], rows: Iterable[list[str]], width: int) -> list[str]:

@@ -181,3 +181,41 @@ def test_child_events_match_the_names_kubernetes_generates(
     pattern = child_name_pattern(kind, name)
     assert all(pattern.match(n) for n in yes)
     assert not any(pattern.match(n) for n in no)
+
+
+def test_what_went_along_is_listed_per_location_from_the_locations_subresource() -> None:
+    placement = {
+        "kind": "Placement",
+        "locations": [
+            {
+                "location": "eu-west",
+                "along": [
+                    {
+                        "kind": "ConfigMap",
+                        "name": "web-config",
+                        "role": "dependency",
+                        "present": True,
+                    },
+                    {
+                        "kind": "Service",
+                        "name": "web",
+                        "role": "selector-follower",
+                        "present": False,
+                    },
+                ],
+            },
+            {"location": "us-east", "along": []},
+        ],
+    }
+    lines = render(VIEW, STRATEGY, [], NOW, (), placement).splitlines()
+    at = lines.index("Went Along:")
+    assert lines.index("Locations:") < at < lines.index("Verdicts:")
+    assert [line.split() for line in lines[at + 1 : at + 5]] == [
+        ["Location", "Object", "Role", "Present"],
+        ["--------", "------", "----", "-------"],
+        ["eu-west", "configmap/web-config", "dependency", "true"],
+        ["eu-west", "service/web", "selector-follower", "false"],
+    ]
+    nothing = {"locations": [{"location": "us-east", "along": []}]}
+    assert "Went Along:        <none>" in render(VIEW, STRATEGY, [], NOW, (), nothing)
+    assert "Went Along" not in render(VIEW, STRATEGY, [], NOW)  # unreadable: left out
