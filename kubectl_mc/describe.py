@@ -80,6 +80,113 @@ def describe(client: Client, res: Resource, namespace: str, name: str) -> str:
     return render(obj, strategy, events, now, notes, locations)
 
 
+def describe_follower(client: Client, res: Resource, namespace: str, name: str) -> str:
+    """The description of a hub object that goes with workloads (a Service, a ConfigMap):
+    where it is placed, and which workloads it went there with. Those are read from the
+    `locations` sub-resource of each workload of its namespace placed where it is (the server
+    decides what follows what; the plugin does not guess), concurrently."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kubectl_mc.resources import HUB_VIEWS
+
+    obj = client.get(f"/api/v1/namespaces/{namespace}/{res.plural}/{name}")
+    placed = _placement_of(obj)
+    notes: list[str] = []
+
+    def hub_events() -> list[Obj]:
+        path = f"/api/v1/namespaces/{namespace}/events"
+        items: list[Obj] = client.get(path, fieldSelector=f"involvedObject.name={name}")["items"]
+        return [e for e in items if _about(e, res.kind, name)]
+
+    def workloads(view: Resource) -> list[tuple[Resource, Obj]]:
+        return [(view, item) for item in client.get(view.path(namespace))["items"]]
+
+    with ThreadPoolExecutor(max_workers=len(HUB_VIEWS) + 1) as pool:
+        events_future = pool.submit(hub_events)
+        listed = [pool.submit(workloads, view) for view in HUB_VIEWS.values()]
+        candidates: list[tuple[Resource, Obj]] = []
+        for found in listed:
+            try:
+                candidates += found.result()
+            except KubeError as err:
+                notes.append(str(err))
+        nearby = [
+            (view, item)
+            for view, item in candidates
+            if placed & set((item.get("status") or {}).get("placement") or {})
+        ]
+        rows_of = [
+            pool.submit(client.get, view.path(namespace, item["metadata"]["name"], "locations"))
+            for view, item in nearby
+        ]
+        with_what: list[list[str]] = []
+        for (view, _), answer in zip(nearby, rows_of, strict=True):
+            try:
+                with_what += goes_with_rows(view.plural, answer.result(), res.kind, name)
+            except KubeError as err:
+                notes.append(str(err))
+        try:
+            events = [(HUB, e) for e in events_future.result()]
+        except KubeError as err:
+            events, notes = [], [*notes, str(err)]
+    return render_follower(obj, with_what, events, datetime.datetime.now(datetime.UTC), notes)
+
+
+def _placement_of(obj: Obj) -> set[str]:
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get("kmc.dev/placement")
+    try:
+        placement = json.loads(text) if text else {}
+    except ValueError:
+        return set()
+    return set(placement) if isinstance(placement, dict) else set()
+
+
+def goes_with_rows(plural: str, locations: Obj, kind: str, name: str) -> list[list[str]]:
+    """(workload, location, present) for each location whose `along` lists the object."""
+    workload = f"{plural}/{(locations.get('metadata') or {}).get('name', '')}"
+    return [
+        [workload, row.get("location", ""), "true" if item.get("present") else "false"]
+        for row in locations.get("locations") or []
+        for item in row.get("along") or []
+        if item.get("kind") == kind and item.get("name") == name
+    ]
+
+
+def render_follower(
+    obj: Obj,
+    with_what: list[list[str]],
+    events: list[tuple[str, Obj]],
+    now: datetime.datetime,
+    notes: Sequence[str] = (),
+) -> str:
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    placed = sorted(_placement_of(obj))
+    fields = [
+        ("Name", meta.get("name", "")),
+        ("Namespace", meta.get("namespace", "")),
+        ("Kind", str(obj.get("kind", ""))),
+        ("CreationTimestamp", _timestamp(meta.get("creationTimestamp"))),
+        ("Labels", _labels(meta.get("labels"))),
+        ("Placement", ", ".join(placed) or "<none>: it stays on the hub"),
+    ]
+    width = max(len(key) for key, _ in fields) + 2
+    lines = [f"{key + ':':<{width}}{value}" for key, value in fields]
+    lines += _section("Goes With", ["Workload", "Location", "Present"], sorted(with_what), width)
+    conditions = [c for c in status.get("conditions") or [] if c.get("type", "").startswith("kmc")]
+    lines += _section(
+        "Conditions",
+        ["Type", "Status", "Reason", "Message"],
+        [
+            [c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", "")]
+            for c in conditions
+        ],
+        width,
+    )
+    lines += _events_section(events, now, width)
+    lines += [f"Warning: {note}" for note in notes]
+    return "\n".join(lines)
+
+
 def _about(event: Obj, kind: str, name: str) -> bool:
     involved = event.get("involvedObject") or {}
     return bool(involved.get("name") == name and involved.get("kind") == kind)
@@ -168,8 +275,14 @@ def render(
         ],
         width,
     )
+    lines += _events_section(events, now, width)
+    lines += [f"Warning: {note}" for note in notes]
+    return "\n".join(lines)
+
+
+def _events_section(events: list[tuple[str, Obj]], now: datetime.datetime, width: int) -> list[str]:
     ordered = sorted(events, key=lambda pair: _last_seen(pair[1]))
-    lines += _section(
+    return _section(
         "Events",
         ["Location", "Type", "Reason", "Age", "From", "Object", "Message"],
         [
@@ -186,8 +299,6 @@ def render(
         ],
         width,
     )
-    lines += [f"Warning: {note}" for note in notes]
-    return "\n".join(lines)
 
 
 def along_rows(locations: Obj) -> list[list[str]]:

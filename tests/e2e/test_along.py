@@ -1,7 +1,7 @@
 """What went with a workload shows where people look (issue #31, item 10): its `locations`
 sub-resource and `kubectl mc describe` list, per location, the ConfigMap its pods read and the
-Service that selects them; and when the workload moves, they follow it and say so in Events on
-the hub objects."""
+Service that selects them; describing either says which workload it goes with and where; and
+when the workload moves, they follow it and say so in Events on the hub objects."""
 
 from __future__ import annotations
 
@@ -57,14 +57,18 @@ def _along(hub: Kubectl, namespace: str) -> dict[str, set[tuple[str, str, bool]]
 
 def _went_along(described: str) -> set[tuple[str, str]]:
     """(location, object) rows of the describe's "Went Along:" section."""
+    return _section(described, "Went Along:")
+
+
+def _section(described: str, title: str) -> set[tuple[str, str]]:
+    """The first two columns of a describe's section's rows."""
     lines = described.splitlines()
-    start = lines.index("Went Along:")
     found = set()
-    for line in lines[start + 3 :]:
+    for line in lines[lines.index(title) + 3 :]:
         if not line.startswith("  "):
             break
-        location, obj = line.split()[:2]
-        found.add((location, obj))
+        first, second = line.split()[:2]
+        found.add((first, second))
     return found
 
 
@@ -105,6 +109,12 @@ def test_describe_and_locations_list_what_went_with_a_workload_and_followers_say
     }, described
     for kind, name in (("ConfigMap", "web-config"), ("Service", "web")):
         assert _events(hub, namespace, name, kind) == {}  # a first placement says nothing
+    # Each follower, described, says which workload it goes with, and where.
+    for typed in ("service/web", "configmap/web-config"):
+        described = hub.mc("describe", typed, "-n", namespace).stdout
+        assert _section(described, "Goes With:") == {
+            ("deployments/web", location) for location in TWO
+        }, described
 
     # Moved: what went with it follows, and says so on the hub objects.
     wait_locations_settled(hub)  # a location that joined moments ago cools down first
@@ -134,3 +144,6 @@ def test_describe_and_locations_list_what_went_with_a_workload_and_followers_say
             for location in message.removeprefix("left ").split(":")[0].split(",")
         }
         assert left == {"eu-west", "us-east"}, said
+    described = hub.mc("describe", "configmap/web-config", "-n", namespace).stdout
+    assert _section(described, "Goes With:") == {("deployments/web", "us-west")}, described
+    assert "Followed" in described.split("Events:", 1)[1], described

@@ -5,7 +5,14 @@ from typing import Any
 
 import pytest
 
-from kubectl_mc.describe import child_name_pattern, event_age, human_duration, render
+from kubectl_mc.describe import (
+    child_name_pattern,
+    event_age,
+    goes_with_rows,
+    human_duration,
+    render,
+    render_follower,
+)
 
 NOW = datetime.datetime(2026, 12, 2, 16, 0, 0, tzinfo=datetime.UTC)
 CREATED = (
@@ -219,3 +226,46 @@ def test_what_went_along_is_listed_per_location_from_the_locations_subresource()
     nothing = {"locations": [{"location": "us-east", "along": []}]}
     assert "Went Along:        <none>" in render(VIEW, STRATEGY, [], NOW, (), nothing)
     assert "Went Along" not in render(VIEW, STRATEGY, [], NOW)  # unreadable: left out
+
+
+def test_a_follower_says_which_workloads_it_goes_with_and_where() -> None:
+    locations = {
+        "metadata": {"name": "web"},
+        "locations": [
+            {
+                "location": "eu-west",
+                "along": [
+                    {"kind": "ConfigMap", "name": "web", "present": True},  # same name, other kind
+                    {"kind": "Service", "name": "web", "present": True},
+                ],
+            },
+            {
+                "location": "us-east",
+                "along": [{"kind": "Service", "name": "web", "present": False}],
+            },
+        ],
+    }
+    rows = goes_with_rows("deployments", locations, "Service", "web")
+    assert rows == [["deployments/web", "eu-west", "true"], ["deployments/web", "us-east", "false"]]
+    service = {
+        "kind": "Service",
+        "metadata": {
+            "name": "web",
+            "namespace": "demo",
+            "annotations": {"kmc.dev/placement": '{"us-east": null, "eu-west": null}'},
+        },
+        "status": {
+            "conditions": [
+                {"type": "kmc.dev/Placed", "status": "True", "reason": "Placed", "message": "m"},
+                {"type": "Theirs", "status": "True"},  # not ours: kubectl describe shows it
+            ]
+        },
+    }
+    lines = render_follower(service, rows, [], NOW).splitlines()
+    assert "Placement:         eu-west, us-east" in lines
+    at = lines.index("Goes With:")
+    assert lines[at + 3].split() == ["deployments/web", "eu-west", "true"]
+    assert [line.split()[0] for line in lines if line.startswith("  kmc")] == ["kmc.dev/Placed"]
+    alone = render_follower({"kind": "ConfigMap", "metadata": {"name": "c"}}, [], [], NOW)
+    assert "Placement:         <none>: it stays on the hub" in alone.splitlines()
+    assert "Goes With:         <none>" in alone.splitlines()
