@@ -297,3 +297,33 @@ async def test_followers_post_an_event_when_they_go_somewhere_new_or_leave() -> 
     again = _obj("web-config", {"eu-west": None})  # as written: nothing changes, nothing said
     await follower.users(CONFIGMAP, Key("ConfigMap", "shop", "web-config"), again)
     assert writer.events.posted == [] and len(writer.placements) == 2
+
+
+async def test_users_are_known_before_anything_is_looked_at_after_a_start() -> None:
+    """A dependency looked at before its users found none and was placed nowhere for a moment
+    at every start (a Left Event, two hub writes): its users are read from the cache first."""
+    import aiohttp
+
+    from apiserver.kube.client import Credentials, Kube
+    from apiserver.leader import Leadership
+    from apiserver.locations.fleet import Fleet
+    from apiserver.loops.handoff import Handoff
+    from apiserver.loops.placement.loop import PlacementLoop
+
+    hub = Kube(cast(aiohttp.ClientSession, None), Credentials("https://hub", False), "hub")
+    cache = HubCache(hub)
+    cache.objects["Deployment"].cache["shop/web"] = WEB
+    ingress = dict(OTHERS[7][1])
+    cache.objects["Ingress"].cache["shop/front"] = ingress
+    loop = PlacementLoop(
+        cache, Fleet(hub, cast(aiohttp.ClientSession, None)), Handoff(), Leadership.solo()
+    )
+    loop._know_users()
+    web, front = Key("Deployment", "shop", "web"), Key("Ingress", "shop", "front")
+    assert loop.records.users == {
+        Key("ConfigMap", "shop", "web-config"): {web},
+        Key("ServiceAccount", "shop", "web-sa"): {web},
+        Key("PriorityClass", "", "high"): {web},
+        Key("Secret", "shop", "front-tls"): {front},
+    }
+    assert loop.records.followers == {Key("Service", "shop", "web"): {front}}
