@@ -2,11 +2,12 @@
 
 Everything comes from the server, read concurrently: the `mc.kmc.dev` view (strategy,
 placement, one row per location, conditions), its `strategy` sub-resource (each location's
-verdict and the reason), the hub's Events on the object, and the children's Events through
-`events.remote.kmc.dev`. A child's Events are about objects with other names — a
-Deployment's ReplicaSets `web-5d4f8b7c9` and pods `web-5d4f8b7c9-x2x4q` — so they are
-matched by the names Kubernetes generates from the workload's name (random suffixes use
-its safe alphabet, which is why `web-api`'s events do not show under `web`).
+verdict and the reason), its `locations` sub-resource (what went to each location with it:
+its ConfigMaps, Services, namespace policy…), the hub's Events on the object, and the
+children's Events through `events.remote.kmc.dev`. A child's Events are about objects with
+other names — a Deployment's ReplicaSets `web-5d4f8b7c9` and pods `web-5d4f8b7c9-x2x4q` —
+so they are matched by the names Kubernetes generates from the workload's name (random
+suffixes use its safe alphabet, which is why `web-api`'s events do not show under `web`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def describe(client: Client, res: Resource, namespace: str, name: str) -> str:
     calls: list[Callable[[], Any]] = [
         lambda: client.get(res.path(namespace, name)),
         lambda: client.get(res.path(namespace, name, "strategy")),
+        lambda: client.get(res.path(namespace, name, "locations")),
         hub_events,
         child_events,
     ]
@@ -67,7 +69,7 @@ def describe(client: Client, res: Resource, namespace: str, name: str) -> str:
         except KubeError as err:  # the rest is best effort, as kubectl's describe is
             extra.append(None)
             notes.append(str(err))
-    strategy, hub_items, child_items = extra
+    strategy, locations, hub_items, child_items = extra
     now = datetime.datetime.now(datetime.UTC)
     events = [(HUB, e) for e in hub_items or [] if _about(e, obj["kind"], name)]
     pattern = child_name_pattern(obj["kind"], name)
@@ -75,7 +77,114 @@ def describe(client: Client, res: Resource, namespace: str, name: str) -> str:
         if pattern.match((event.get("involvedObject") or {}).get("name", "")):
             location = (event["metadata"].get("annotations") or {}).get("kmc.dev/location", "")
             events.append((location, event))
-    return render(obj, strategy, events, now, notes)
+    return render(obj, strategy, events, now, notes, locations)
+
+
+def describe_follower(client: Client, res: Resource, namespace: str, name: str) -> str:
+    """The description of a hub object that goes with workloads (a Service, a ConfigMap):
+    where it is placed, and which workloads it went there with. Those are read from the
+    `locations` sub-resource of each workload of its namespace placed where it is (the server
+    decides what follows what; the plugin does not guess), concurrently."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kubectl_mc.resources import HUB_VIEWS
+
+    obj = client.get(f"/api/v1/namespaces/{namespace}/{res.plural}/{name}")
+    placed = _placement_of(obj)
+    notes: list[str] = []
+
+    def hub_events() -> list[Obj]:
+        path = f"/api/v1/namespaces/{namespace}/events"
+        items: list[Obj] = client.get(path, fieldSelector=f"involvedObject.name={name}")["items"]
+        return [e for e in items if _about(e, res.kind, name)]
+
+    def workloads(view: Resource) -> list[tuple[Resource, Obj]]:
+        return [(view, item) for item in client.get(view.path(namespace))["items"]]
+
+    with ThreadPoolExecutor(max_workers=len(HUB_VIEWS) + 1) as pool:
+        events_future = pool.submit(hub_events)
+        listed = [pool.submit(workloads, view) for view in HUB_VIEWS.values()]
+        candidates: list[tuple[Resource, Obj]] = []
+        for found in listed:
+            try:
+                candidates += found.result()
+            except KubeError as err:
+                notes.append(str(err))
+        nearby = [
+            (view, item)
+            for view, item in candidates
+            if placed & set((item.get("status") or {}).get("placement") or {})
+        ]
+        rows_of = [
+            pool.submit(client.get, view.path(namespace, item["metadata"]["name"], "locations"))
+            for view, item in nearby
+        ]
+        with_what: list[list[str]] = []
+        for (view, _), answer in zip(nearby, rows_of, strict=True):
+            try:
+                with_what += goes_with_rows(view.plural, answer.result(), res.kind, name)
+            except KubeError as err:
+                notes.append(str(err))
+        try:
+            events = [(HUB, e) for e in events_future.result()]
+        except KubeError as err:
+            events, notes = [], [*notes, str(err)]
+    return render_follower(obj, with_what, events, datetime.datetime.now(datetime.UTC), notes)
+
+
+def _placement_of(obj: Obj) -> set[str]:
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get("kmc.dev/placement")
+    try:
+        placement = json.loads(text) if text else {}
+    except ValueError:
+        return set()
+    return set(placement) if isinstance(placement, dict) else set()
+
+
+def goes_with_rows(plural: str, locations: Obj, kind: str, name: str) -> list[list[str]]:
+    """(workload, location, present) for each location whose `along` lists the object."""
+    workload = f"{plural}/{(locations.get('metadata') or {}).get('name', '')}"
+    return [
+        [workload, row.get("location", ""), "true" if item.get("present") else "false"]
+        for row in locations.get("locations") or []
+        for item in row.get("along") or []
+        if item.get("kind") == kind and item.get("name") == name
+    ]
+
+
+def render_follower(
+    obj: Obj,
+    with_what: list[list[str]],
+    events: list[tuple[str, Obj]],
+    now: datetime.datetime,
+    notes: Sequence[str] = (),
+) -> str:
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    placed = sorted(_placement_of(obj))
+    fields = [
+        ("Name", meta.get("name", "")),
+        ("Namespace", meta.get("namespace", "")),
+        ("Kind", str(obj.get("kind", ""))),
+        ("CreationTimestamp", _timestamp(meta.get("creationTimestamp"))),
+        ("Labels", _labels(meta.get("labels"))),
+        ("Placement", ", ".join(placed) or "<none>: it stays on the hub"),
+    ]
+    width = max(len(key) for key, _ in fields) + 2
+    lines = [f"{key + ':':<{width}}{value}" for key, value in fields]
+    lines += _section("Goes With", ["Workload", "Location", "Present"], sorted(with_what), width)
+    conditions = [c for c in status.get("conditions") or [] if c.get("type", "").startswith("kmc")]
+    lines += _section(
+        "Conditions",
+        ["Type", "Status", "Reason", "Message"],
+        [
+            [c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", "")]
+            for c in conditions
+        ],
+        width,
+    )
+    lines += _events_section(events, now, width)
+    lines += [f"Warning: {note}" for note in notes]
+    return "\n".join(lines)
 
 
 def _about(event: Obj, kind: str, name: str) -> bool:
@@ -89,6 +198,7 @@ def render(
     events: list[tuple[str, Obj]],
     now: datetime.datetime,
     notes: Sequence[str] = (),
+    locations: Obj | None = None,
 ) -> str:
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     fields: list[tuple[str, str]] = [
@@ -139,6 +249,13 @@ def render(
         ],
         width,
     )
+    if locations is not None:  # without the sub-resource (unreadable), the section is left out
+        lines += _section(
+            "Went Along",
+            ["Location", "Object", "Role", "Present"],
+            along_rows(locations),
+            width,
+        )
     verdicts = ((strategy or {}).get("status") or {}).get("verdicts") or []
     lines += _section(
         "Verdicts",
@@ -158,8 +275,14 @@ def render(
         ],
         width,
     )
+    lines += _events_section(events, now, width)
+    lines += [f"Warning: {note}" for note in notes]
+    return "\n".join(lines)
+
+
+def _events_section(events: list[tuple[str, Obj]], now: datetime.datetime, width: int) -> list[str]:
     ordered = sorted(events, key=lambda pair: _last_seen(pair[1]))
-    lines += _section(
+    return _section(
         "Events",
         ["Location", "Type", "Reason", "Age", "From", "Object", "Message"],
         [
@@ -176,8 +299,21 @@ def render(
         ],
         width,
     )
-    lines += [f"Warning: {note}" for note in notes]
-    return "\n".join(lines)
+
+
+def along_rows(locations: Obj) -> list[list[str]]:
+    """What went with the workload, a row per location and object, from its `locations`
+    sub-resource (`kind/name` as kubectl names objects; a cluster-scoped one as it is)."""
+    return [
+        [
+            row.get("location", ""),
+            f"{str(item.get('kind', '')).lower()}/{item.get('name', '')}",
+            str(item.get("role", "")),
+            "true" if item.get("present") else "false",
+        ]
+        for row in locations.get("locations") or []
+        for item in row.get("along") or []
+    ]
 
 
 def _section(title: str, headers: list[str], rows: Iterable[list[str]], width: int) -> list[str]:

@@ -90,17 +90,19 @@ def describe(
     from kubectl_mc import describe as describing
     from kubectl_mc.get import GetError, parse_target
     from kubectl_mc.kube import KubeError
-    from kubectl_mc.resources import UnknownResource
+    from kubectl_mc.resources import FOLLOWERS, REMOTE, UnknownResource
 
     try:
         target = parse_target(args)
     except (GetError, UnknownResource) as err:
         fail(f"error: {err}")
     res = target.resource
-    if not res.has_subresources:
+    follower = res.group == REMOTE and res.plural in FOLLOWERS  # the hub's own, described
+    if not res.has_subresources and not follower:
         fail(
             f"error: kubectl mc describe shows the hub's workloads (deployments, statefulsets, "
-            f"replicasets, jobs, daemonsets); for {res.qualified} use kubectl describe"
+            f"replicasets, jobs, daemonsets) and what follows them (services, configmaps); "
+            f"for {res.qualified} use kubectl describe"
         )
     if all_namespaces and target.names:
         fail("error: a resource cannot be retrieved by name across all namespaces")
@@ -114,7 +116,9 @@ def describe(
             keys = [(namespace or "", name) for name in target.names]
         else:
             params = {"labelSelector": selector or "", "fieldSelector": field_selector or ""}
-            listing = client.get(res.path(namespace), **{k: v for k, v in params.items() if v})
+            where = f"/api/v1/namespaces/{namespace}" if namespace else "/api/v1"
+            listed = f"{where}/{res.plural}" if follower else res.path(namespace)
+            listing = client.get(listed, **{k: v for k, v in params.items() if v})
             for item in listing.get("items") or []:
                 meta = item.get("metadata") or {}
                 keys.append((meta.get("namespace", ""), meta.get("name", "")))
@@ -126,7 +130,10 @@ def describe(
     failed = False
     for index, (ns, name) in enumerate(keys):
         try:
-            text = describing.describe(client, res, ns, name)
+            if follower:
+                text = describing.describe_follower(client, res, ns, name)
+            else:
+                text = describing.describe(client, res, ns, name)
         except KubeError as err:
             print(str(err), file=sys.stderr, flush=True)
             failed = True

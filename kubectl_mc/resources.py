@@ -136,6 +136,9 @@ _CHILD_ONLY = {
     "configmaps": ("ConfigMap", "configmap", ("cm",)),
 }
 LOCATIONS = Resource("locations", "Location", KMC, namespaced=False)
+# Hub objects (core v1) that go with workloads rather than by a strategy of their own:
+# `kubectl mc describe` says which workloads each goes with, and where.
+FOLLOWERS = ("services", "configmaps")
 
 HUB_VIEWS = {p: Resource(p, kind, MC) for p, (kind, _, _) in _WORKLOADS.items()}
 REMOTE_KINDS = {

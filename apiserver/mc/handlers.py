@@ -41,6 +41,7 @@ from apiserver.mc.views import API_VERSION, COLUMNS, GROUP, cells, view
 from apiserver.objects import Obj
 from apiserver.options import OPTIONS
 from apiserver.readlimit import READS, Priority
+from apiserver.subresources import along
 from apiserver.subresources import locations as locations_sub
 from apiserver.subresources import strategy as strategy_sub
 
@@ -385,11 +386,14 @@ async def _locations(request: web.Request, kind: Kind) -> web.StreamResponse:
     wanted = table.negotiate(request.headers.get("Accept"))
     hub = await _read(request, kind)
     explanation = await request.app[DECIDER].explain(kind, hub)
-    rows = request.app[PROGRESS].rows(kind, hub, explanation.verdicts)
-    obj = locations_sub.placement_object(hub, rows)
+    progress = request.app[PROGRESS]
+    rows = progress.rows(kind, hub, explanation.verdicts)
+    went = along.companions(kind, hub, along.gather(request.app[HUB_CACHE], kind, hub))
+    by_location = along.by_location((row["location"] for row in rows), went, progress.held_in)
+    obj = locations_sub.placement_object(hub, rows, by_location)
     if wanted.format == "table":
         include = table.include_object(request.query)
-        printed = [(cells, obj) for cells in locations_sub.rows(rows)]
+        printed = [(cells, obj) for cells in locations_sub.rows(rows, by_location)]
         return json_response(table_of(wanted, locations_sub.COLUMNS, printed, include))
     return json_response(obj)
 

@@ -29,6 +29,8 @@ MC_TYPES = "dev.kmc.mc.v1alpha1."
 
 STRATEGY = KMC_TYPES + "Strategy"
 LOCATION_STATE = MC_TYPES + "LocationState"
+PLACED_LOCATION = MC_TYPES + "PlacedLocation"
+ALONG = MC_TYPES + "Along"
 CONDITION = MC_TYPES + "Condition"
 LOCATION_VERDICT = MC_TYPES + "LocationVerdict"
 STRATEGY_STATUS = MC_TYPES + "StrategyStatus"
@@ -222,6 +224,57 @@ _LOCATION_STATE: dict[str, Any] = {
     },
 }
 
+_ALONG: dict[str, Any] = {
+    "type": "object",
+    "description": (
+        "An object that went to this location with the workload: the configuration, "
+        "credentials, service account, claims or priority class its pod template names, "
+        "a Service whose "
+        "selector matches its pods, what follows those (an Ingress), or its namespace's "
+        "policy (Role, RoleBinding, NetworkPolicy, LimitRange, ResourceQuota)."
+    ),
+    "required": ["kind", "apiVersion", "name", "role", "present"],
+    "properties": {
+        "kind": _str("Its kind."),
+        "apiVersion": _str("Its apiVersion."),
+        "name": _str("Its name."),
+        "namespace": _str("Its namespace; absent for a cluster-scoped object."),
+        "role": _str(
+            "How it follows: dependency (the pod template names it), selector-follower (its "
+            "selector matches the pods), reference-follower (it names something that went "
+            "with the workload), namespace-follower (it goes wherever its namespace's "
+            "workloads run).",
+            "dependency",
+            "selector-follower",
+            "reference-follower",
+            "namespace-follower",
+        ),
+        "present": {
+            "type": "boolean",
+            "description": (
+                "Whether the child cluster holds kmc's copy of it, as kmc-apiserver's watch of "
+                "that cluster last saw (no request to the child is made to answer)."
+            ),
+        },
+    },
+}
+
+_PLACED_LOCATION: dict[str, Any] = {
+    **_LOCATION_STATE,
+    "required": _LOCATION_STATE["required"],
+    "properties": {
+        **_LOCATION_STATE["properties"],
+        "along": {
+            "type": "array",
+            "description": (
+                "The objects placed in this location because the workload is there, by kind "
+                "and name."
+            ),
+            "items": ref(ALONG),
+        },
+    },
+}
+
 _CONDITION: dict[str, Any] = {
     "type": "object",
     "description": (
@@ -300,10 +353,10 @@ PLACEMENT = Subresource(
             "locations": {
                 "type": "array",
                 "description": _LOCATIONS_DOC,
-                "items": ref(LOCATION_STATE),
+                "items": ref(PLACED_LOCATION),
             }
         },
-        "$defs": {LOCATION_STATE: _LOCATION_STATE},
+        "$defs": {PLACED_LOCATION: _PLACED_LOCATION, ALONG: _ALONG},
     },
 )
 

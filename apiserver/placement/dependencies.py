@@ -11,6 +11,7 @@ that do not need it), no less.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from enum import StrEnum
 
 from apiserver.objects import ReadOnly
 
@@ -60,6 +61,33 @@ def follow(users: Iterable[Mapping[str, int | None]]) -> dict[str, None]:
     """A dependency's placement: every location any of its users is placed in, sorted."""
     locations = {location for placement in users for location in placement}
     return dict.fromkeys(sorted(locations))
+
+
+class Went(StrEnum):
+    """What a change of a follower's placement did, as its Event's reason."""
+
+    FOLLOWED = "Followed"  # it went to new locations, with what it follows
+    LEFT = "Left"  # it left locations where nothing it follows is any more
+
+
+def went(
+    current: Mapping[str, int | None], placement: Mapping[str, int | None], company: str
+) -> tuple[tuple[Went, str], ...]:
+    """A follower's Events for a new placement, as a workload's SpilledOver and Evacuated: at
+    most one per reason, naming every location it concerns. A first placement has none (the
+    annotation says where, as a workload's Placed condition does); `company` says what it
+    follows (`deployments/web`)."""
+    if not current:
+        return ()
+    came = sorted(set(placement) - set(current))
+    gone = sorted(set(current) - set(placement))
+    out: list[tuple[Went, str]] = []
+    if came:
+        out.append((Went.FOLLOWED, f"went to {', '.join(came)} with {company}"))
+    if gone:
+        still = f"; still with {company} in {', '.join(sorted(placement))}" if placement else ""
+        out.append((Went.LEFT, f"left {', '.join(gone)}: nothing it goes with runs there{still}"))
+    return tuple(out)
 
 
 def _items(spec: ReadOnly, *keys: str) -> Iterator[ReadOnly]:

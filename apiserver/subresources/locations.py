@@ -2,17 +2,20 @@
 
 As an object (`kind: Placement`) for `-o yaml`, and as a Table for
 `kubectl get deployments.mc.kmc.dev web --subresource locations`: several rows for one object
-are fine to kubectl, which prints every row it is given.
+are fine to kubectl, which prints every row it is given. Each row also says what went there
+with the workload (`along`: its ConfigMaps, Services, namespace policy…, see `along.py`),
+in the object and in the Table's `-o wide` column.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from apiserver.api.table import Column
 from apiserver.contract import MC_GROUP, VERSION
 from apiserver.objects import Obj
+from apiserver.subresources.along import Along
 from apiserver.subresources.meta import metadata_of
 from apiserver.sync.report import LocationState
 
@@ -29,19 +32,37 @@ COLUMNS = (
         description="Pending, Synced, Moving, Evacuating, Unreachable or Incompatible.",
     ),
     Column("Message", description="Why the location is in that state, when it is not Synced."),
+    Column(
+        "Along",
+        description=(
+            "The objects that went there with it (kind/name); (absent) marks one the child "
+            "does not hold yet."
+        ),
+        priority=1,
+    ),
 )
 
+Companions = Mapping[str, Sequence[Along]]
+"""location -> the objects that went there with the workload."""
 
-def placement_object(hub: Obj, locations: Sequence[LocationState]) -> Obj:
+
+def placement_object(
+    hub: Obj, locations: Sequence[LocationState], along: Companions | None = None
+) -> Obj:
+    """The sub-resource's object: each row with `along`, the objects that went there too."""
+    shown: list[Obj] = []
+    for row in locations:
+        went = (along or {}).get(row["location"], ())
+        shown.append({**row, "along": [item.shown() for item in went]})
     return {
         "apiVersion": API_VERSION,
         "kind": "Placement",
         "metadata": metadata_of(hub),
-        "locations": list(locations),
+        "locations": shown,
     }
 
 
-def rows(locations: Sequence[LocationState]) -> list[list[Any]]:
+def rows(locations: Sequence[LocationState], along: Companions | None = None) -> list[list[Any]]:
     return [
         [
             row["location"],
@@ -51,9 +72,18 @@ def rows(locations: Sequence[LocationState]) -> list[list[Any]]:
             _shown(row["syncedGeneration"]),
             row["state"],
             row["message"],
+            _along((along or {}).get(row["location"], ())),
         ]
         for row in locations
     ]
+
+
+def _along(went: Sequence[Along]) -> str:
+    """`configmap/web, service/web (absent)`, or <none>."""
+    named = [
+        f"{item.kind.lower()}/{item.name}" + ("" if item.present else " (absent)") for item in went
+    ]
+    return ", ".join(named) or "<none>"
 
 
 def _shown(value: int | None) -> str:

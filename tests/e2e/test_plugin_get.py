@@ -115,7 +115,10 @@ def test_a_subresource_over_a_list_and_describe(
     fields = dict(line.split(None, 1) for line in lines if not line.startswith(" ") and " " in line)
     assert fields["Name:"] == "web" and fields["Namespace:"] == namespace
     assert fields["Strategy:"] == '{"type":"Split"}' and fields["Source:"] == "default"
-    section = lines[lines.index("Locations:") + 3 : lines.index("Verdicts:")]
+    start = lines.index("Locations:") + 3
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith(" "))
+    section = lines[start:end]  # up to the next section (Went Along, which has <none> here)
+    assert lines[end] == "Went Along:        <none>"
     assert {line.split()[0] for line in section} == set(web)
     verdicts = lines[lines.index("Verdicts:") + 3 : lines.index("Conditions:")]
     assert {line.split()[0] for line in verdicts} >= set(web)

@@ -27,7 +27,7 @@ from apiserver.kinds import (
 from apiserver.kube.client import Credentials, Kube
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.placement.follow import Follower
-from apiserver.loops.placement.place import _dependency
+from apiserver.loops.placement.place import dependency
 from apiserver.loops.placement.records import Records
 from apiserver.loops.placement.writes import Writer
 from apiserver.loops.sync.apply import Applier
@@ -153,10 +153,10 @@ def test_a_pod_template_names_its_claims_and_its_priority_class() -> None:
     }
     assert references(spec) == {("PersistentVolumeClaim", "data"), ("PriorityClass", "high")}
     # A claim is in the workload's namespace; a priority class is cluster-scoped.
-    assert _dependency("PersistentVolumeClaim", "shop", "data") == Key(
+    assert dependency("PersistentVolumeClaim", "shop", "data") == Key(
         "PersistentVolumeClaim", "shop", "data"
     )
-    assert _dependency("PriorityClass", "shop", "high") == Key("PriorityClass", "", "high")
+    assert dependency("PriorityClass", "shop", "high") == Key("PriorityClass", "", "high")
     assert {PERSISTENTVOLUMECLAIM.role, PRIORITYCLASS.role} == {Role.DEPENDENCY}
 
 

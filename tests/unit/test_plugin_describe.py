@@ -5,7 +5,14 @@ from typing import Any
 
 import pytest
 
-from kubectl_mc.describe import child_name_pattern, event_age, human_duration, render
+from kubectl_mc.describe import (
+    child_name_pattern,
+    event_age,
+    goes_with_rows,
+    human_duration,
+    render,
+    render_follower,
+)
 
 NOW = datetime.datetime(2026, 12, 2, 16, 0, 0, tzinfo=datetime.UTC)
 CREATED = (
@@ -181,3 +188,84 @@ def test_child_events_match_the_names_kubernetes_generates(
     pattern = child_name_pattern(kind, name)
     assert all(pattern.match(n) for n in yes)
     assert not any(pattern.match(n) for n in no)
+
+
+def test_what_went_along_is_listed_per_location_from_the_locations_subresource() -> None:
+    placement = {
+        "kind": "Placement",
+        "locations": [
+            {
+                "location": "eu-west",
+                "along": [
+                    {
+                        "kind": "ConfigMap",
+                        "name": "web-config",
+                        "role": "dependency",
+                        "present": True,
+                    },
+                    {
+                        "kind": "Service",
+                        "name": "web",
+                        "role": "selector-follower",
+                        "present": False,
+                    },
+                ],
+            },
+            {"location": "us-east", "along": []},
+        ],
+    }
+    lines = render(VIEW, STRATEGY, [], NOW, (), placement).splitlines()
+    at = lines.index("Went Along:")
+    assert lines.index("Locations:") < at < lines.index("Verdicts:")
+    assert [line.split() for line in lines[at + 1 : at + 5]] == [
+        ["Location", "Object", "Role", "Present"],
+        ["--------", "------", "----", "-------"],
+        ["eu-west", "configmap/web-config", "dependency", "true"],
+        ["eu-west", "service/web", "selector-follower", "false"],
+    ]
+    nothing = {"locations": [{"location": "us-east", "along": []}]}
+    assert "Went Along:        <none>" in render(VIEW, STRATEGY, [], NOW, (), nothing)
+    assert "Went Along" not in render(VIEW, STRATEGY, [], NOW)  # unreadable: left out
+
+
+def test_a_follower_says_which_workloads_it_goes_with_and_where() -> None:
+    locations = {
+        "metadata": {"name": "web"},
+        "locations": [
+            {
+                "location": "eu-west",
+                "along": [
+                    {"kind": "ConfigMap", "name": "web", "present": True},  # same name, other kind
+                    {"kind": "Service", "name": "web", "present": True},
+                ],
+            },
+            {
+                "location": "us-east",
+                "along": [{"kind": "Service", "name": "web", "present": False}],
+            },
+        ],
+    }
+    rows = goes_with_rows("deployments", locations, "Service", "web")
+    assert rows == [["deployments/web", "eu-west", "true"], ["deployments/web", "us-east", "false"]]
+    service = {
+        "kind": "Service",
+        "metadata": {
+            "name": "web",
+            "namespace": "demo",
+            "annotations": {"kmc.dev/placement": '{"us-east": null, "eu-west": null}'},
+        },
+        "status": {
+            "conditions": [
+                {"type": "kmc.dev/Placed", "status": "True", "reason": "Placed", "message": "m"},
+                {"type": "Theirs", "status": "True"},  # not ours: kubectl describe shows it
+            ]
+        },
+    }
+    lines = render_follower(service, rows, [], NOW).splitlines()
+    assert "Placement:         eu-west, us-east" in lines
+    at = lines.index("Goes With:")
+    assert lines[at + 3].split() == ["deployments/web", "eu-west", "true"]
+    assert [line.split()[0] for line in lines if line.startswith("  kmc")] == ["kmc.dev/Placed"]
+    alone = render_follower({"kind": "ConfigMap", "metadata": {"name": "c"}}, [], [], NOW)
+    assert "Placement:         <none>: it stays on the hub" in alone.splitlines()
+    assert "Goes With:         <none>" in alone.splitlines()

@@ -12,7 +12,8 @@ takes the dependencies it names (its TLS Secrets) with it as a workload takes it
 template's. A scaler (an HPA) goes where the workload it names has replicas, with that
 workload's shares, or says why it stays on the hub. A dependency whose kind has a word on
 where it went (a ReadWriteOnce claim in two locations) says it in a Warning Event, once per
-change.
+change. Any follower that goes to new locations or leaves some after its first placement says
+so in a Normal Event (`Followed`, `Left`), as a workload's placement changes do.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from apiserver.kinds import Key, Kind, Role
 from apiserver.loops.placement.records import Records
 from apiserver.loops.placement.writes import Writer
 from apiserver.objects import Obj
-from apiserver.placement.dependencies import follow
+from apiserver.placement.dependencies import follow, went
 
 
 class Follower:
@@ -40,11 +41,27 @@ class Follower:
             if workload is not None:
                 placements.append(read_placement(workload))
         placement: Placement = dict(follow(placements))
+        users = ", ".join(self._named(user) for user in sorted(self.records.users.get(key, ())))
+        await self._place(kind, key, obj, placement, users or "nothing")
+        self.writer.note(key, obj, kind.note(obj, placement))
+
+    async def _place(
+        self, kind: Kind, key: Key, obj: Obj, placement: Placement, company: str
+    ) -> None:
+        """Write a placement that changed (or was never written), with an Event per reason
+        when it went somewhere new or left somewhere after its first one."""
         current = read_placement(obj)
         has_annotation = PLACEMENT in (obj["metadata"].get("annotations") or {})
-        if placement != current or (placement and not has_annotation):
-            await self.writer.placement(kind, key, obj, placement)
-        self.writer.note(key, obj, kind.note(obj, placement))
+        if placement == current and (not placement or has_annotation):
+            return
+        await self.writer.placement(kind, key, obj, placement)
+        for reason, message in went(current, placement, company):
+            self.writer.events.post(obj, "Normal", reason, message)
+
+    def _named(self, key: Key) -> str:
+        """`deployments/web`, as kubectl names an object."""
+        kind = self.cache.kinds.get(key.kind)
+        return f"{kind.plural if kind else key.kind}/{key.name}"
 
     async def namespace(self, kind: Kind, key: Key, obj: Obj) -> None:
         """Where the namespace's workloads run; weighed by their replicas there (1 for kinds
@@ -63,8 +80,7 @@ class Follower:
                     )
         if not kind.weighed:
             weights = dict.fromkeys(weights)
-        if weights != read_placement(obj):
-            await self.writer.placement(kind, key, obj, weights)
+        await self._place(kind, key, obj, weights, "its namespace's workloads")
 
     async def selector(self, kind: Kind, key: Key, obj: Obj) -> None:
         """Wherever the workloads its selector matches run (any share but 0), weighed by the
@@ -95,7 +111,7 @@ class Follower:
         placement: Placement = (
             dict(sorted(weights.items())) if kind.weighed else dict.fromkeys(sorted(weights))
         )
-        await self._follow(kind, key, obj, placement)
+        await self._place(kind, key, obj, placement, ", ".join(sorted(matched)) or "nothing")
         if matched:
             message = f"with {', '.join(sorted(matched))}: {describe(placement)}"
             self.writer.condition(kind, key, obj, "True", "Placed", message)
@@ -121,7 +137,7 @@ class Follower:
                 where |= placed
                 placed_ones.append(f"{target_kind.plural}/{target.name}")
         placement: Placement = dict.fromkeys(sorted(where))
-        await self._follow(kind, key, obj, placement)
+        await self._place(kind, key, obj, placement, ", ".join(placed_ones) or "nothing")
         uses = kind.uses(obj)
         self.records.use(key, frozenset(Key(k, key.namespace, name) for k, name in uses))
         if placed_ones:
@@ -156,7 +172,8 @@ class Follower:
             shares = [n for n in placement.values() if n is not None]
             if total is None or len(shares) < len(placement) or sum(shares) > total:
                 placement = dict.fromkeys(placement)
-        await self._follow(kind, key, obj, placement)
+        company = self._named(workload_key) if workload_key and workload else "nothing"
+        await self._place(kind, key, obj, placement, company)
         if target is None:
             status, reason, message = "False", "NoTarget", "its scaleTargetRef names nothing"
         elif workload_key is None:
@@ -174,10 +191,3 @@ class Follower:
         if status == "False":
             message += ": it stays on the hub"
         self.writer.condition(kind, key, obj, status, reason, message)
-
-    async def _follow(self, kind: Kind, key: Key, obj: Obj, placement: Placement) -> None:
-        """Write the placement when it changed (or the hub has none written yet)."""
-        if placement != read_placement(obj) or (
-            placement and PLACEMENT not in (obj["metadata"].get("annotations") or {})
-        ):
-            await self.writer.placement(kind, key, obj, placement)

@@ -30,11 +30,12 @@ from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.placement.deciding import Decider
 from apiserver.loops.placement.follow import Follower
-from apiserver.loops.placement.place import Placer, Timing
+from apiserver.loops.placement.place import Placer, Timing, dependency
 from apiserver.loops.placement.records import Records
 from apiserver.loops.placement.writes import Writer
 from apiserver.objects import Obj
 from apiserver.placement import engine
+from apiserver.placement.dependencies import references
 from apiserver.workqueue import WorkQueue
 
 # Location status fields no placement decision reads.
@@ -98,6 +99,7 @@ class PlacementLoop:
             for key in self.cache.list_keys(kind):
                 if (obj := self.cache.get(key)) is not None:
                     self.records.load.note(key, read_placement(obj))
+        self._know_users()
         self._enqueue_all()
         tasks = [
             asyncio.create_task(
@@ -111,6 +113,29 @@ class PlacementLoop:
         finally:
             for task in tasks:
                 task.cancel()
+
+    def _know_users(self) -> None:
+        """Which objects use each dependency, from the cache, before anything is looked at: a
+        dependency looked at before its users (workers take keys side by side) would find none,
+        be placed nowhere, and be placed back a moment later, with a Left Event for nothing
+        (and two hub writes) at every start."""
+        for kind_key in self._kinds(Role.WORKLOAD, Role.REFERENCE_FOLLOWER):
+            kind = self.cache.kinds[kind_key]
+            for key in self.cache.list_keys(kind_key):
+                obj = self.cache.get(key)
+                if obj is None:
+                    continue
+                if kind.role is Role.REFERENCE_FOLLOWER:
+                    self.records.follow(
+                        key, frozenset(Key(k, key.namespace, n) for k, n in kind.follows(obj))
+                    )
+                    self.records.use(
+                        key, frozenset(Key(k, key.namespace, n) for k, n in kind.uses(obj))
+                    )
+                    continue
+                spec = kind.pod_spec(obj)
+                names = references(spec) if spec else ()
+                self.records.use(key, frozenset(dependency(k, key.namespace, n) for k, n in names))
 
     def _kinds(self, *roles: Role) -> list[str]:
         """The keys of the watched kinds in any of `roles`."""

@@ -28,7 +28,7 @@ from apiserver.placement.strategy import StrategyError
 from apiserver.workqueue import WorkQueue
 
 
-def _dependency(kind: str, namespace: str, name: str) -> Key:
+def dependency(kind: str, namespace: str, name: str) -> Key:
     """A pod template's reference as a key: in the workload's namespace, unless the kind is
     cluster-scoped (a PriorityClass)."""
     entry = PLACED.get(kind)
@@ -121,7 +121,7 @@ class Placer:
         if workload:
             spec = kind.pod_spec(obj)
             names = references(spec) if spec else ()
-            self.records.use(key, frozenset(_dependency(k, key.namespace, n) for k, n in names))
+            self.records.use(key, frozenset(dependency(k, key.namespace, n) for k, n in names))
         self._look_again_when_due(key, candidates, current, now)
 
     def _missing(

@@ -41,7 +41,7 @@ from apiserver.loops.sync.children import STAY_WITH_WORKLOADS, Children
 from apiserver.loops.sync.cleanup import Cleaner
 from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.records import Records
-from apiserver.objects import Obj
+from apiserver.objects import Obj, ReadOnly
 from apiserver.placement.engine import Verdict
 from apiserver.sync.handover import Child, plan
 from apiserver.sync.report import LocationState, location_states
@@ -454,6 +454,12 @@ class Progress:
         return location_states(
             hub, kind.counts, placement, children, applied, stale, verdicts, held
         )
+
+    def held_in(self, kind: Kind, obj: ReadOnly) -> set[str]:
+        """The locations whose child holds our copy of a hub object, as last watched."""
+        meta = obj.get("metadata") or {}
+        key = Key(kind.key, meta.get("namespace") or "", meta.get("name") or "")
+        return set(self.children.of(key, meta.get("uid") or ""))
 
     def inputs(self, key: Key) -> tuple[tuple[int, int], dict[str, tuple[int, int]]]:
         """What `rows` reads of ours for one object besides the locations' state, in O(1):
