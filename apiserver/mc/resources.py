@@ -243,11 +243,12 @@ _ALONG: dict[str, Any] = {
             "How it follows: dependency (the pod template names it), selector-follower (its "
             "selector matches the pods), reference-follower (it names something that went "
             "with the workload), namespace-follower (it goes wherever its namespace's "
-            "workloads run).",
+            "workloads run), scaler (an autoscaler of the workload).",
             "dependency",
             "selector-follower",
             "reference-follower",
             "namespace-follower",
+            "scaler",
         ),
         "present": {
             "type": "boolean",

@@ -32,6 +32,7 @@ FOLLOWING = (
     Role.SELECTOR_FOLLOWER,
     Role.REFERENCE_FOLLOWER,
     Role.NAMESPACE_FOLLOWER,
+    Role.SCALER,
 )
 
 Present = Callable[[Kind, ReadOnly], Collection[str]]
@@ -49,7 +50,8 @@ class Along(BaseModel):
     namespace: str | None = None  # None: cluster-scoped (a PriorityClass)
     # How it follows: `dependency` (the pod template names it), `selector-follower` (its
     # selector matches the pods), `reference-follower` (it names something that went),
-    # `namespace-follower` (it goes wherever its namespace's workloads run).
+    # `namespace-follower` (it goes wherever its namespace's workloads run), `scaler` (it
+    # scales the workload).
     role: str
     present: bool  # the child cluster holds our copy of it
 
@@ -70,7 +72,7 @@ def companions(
     candidates = [(k, obj) for k, obj in others if k.role in FOLLOWING]
     went: dict[Key, tuple[Kind, ReadOnly]] = {}
     for other_kind, obj in candidates:
-        if _goes_with(other_kind, obj, named, labels):
+        if _goes_with(other_kind, obj, named, labels) or _scales(other_kind, obj, kind, name):
             went[_key(other_kind, obj)] = (other_kind, obj)
     # A reference follower goes with what it names (an Ingress: a Service that went; an
     # autoscaler: the workload itself), and takes what it uses (the Ingress's TLS Secrets):
@@ -112,6 +114,12 @@ def _goes_with(
         selects = kind.selector(obj)
         return selects is None or selects(labels)  # no selector: the namespace's workloads'
     return False
+
+
+def _scales(kind: Kind, obj: ReadOnly, workloads: Kind, name: str) -> bool:
+    """Is it a scaler (an HPA) whose target is this workload?"""
+    target = kind.target(obj) if kind.role is Role.SCALER else None
+    return target is not None and target.name == name and workloads.named_by(target)
 
 
 def _key(kind: Kind, obj: ReadOnly) -> Key:

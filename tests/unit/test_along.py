@@ -13,6 +13,7 @@ from apiserver.hubcache import HubCache
 from apiserver.kinds import (
     CONFIGMAP,
     DEPLOYMENT,
+    HORIZONTALPODAUTOSCALER,
     INGRESS,
     PLACED,
     PRIORITYCLASS,
@@ -327,3 +328,19 @@ async def test_users_are_known_before_anything_is_looked_at_after_a_start() -> N
         Key("Secret", "shop", "front-tls"): {front},
     }
     assert loop.records.followers == {Key("Service", "shop", "web"): {front}}
+
+
+def test_an_autoscaler_goes_with_the_workload_it_scales() -> None:
+    hpa = {
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
+    }
+    other = {
+        "metadata": {"name": "api", "namespace": "shop"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"}},
+    }
+    workload = {"metadata": {"name": "web", "namespace": "shop"}, "spec": {"template": {}}}
+    went = along.companions(
+        DEPLOYMENT, workload, [(HORIZONTALPODAUTOSCALER, hpa), (HORIZONTALPODAUTOSCALER, other)]
+    )
+    assert [obj["metadata"]["name"] for _, obj in went] == ["web"]
