@@ -33,6 +33,8 @@ class ChildWatch:
         self.kinds: dict[str, Kind] = {}
         self.tasks: list[asyncio.Task[None]] = []
         self.namespaces: set[str] = set()  # known to exist in the child
+        # name -> digest of the namespace we last applied there (its hub labels, annotations)
+        self.namespaces_written: dict[str, str] = {}
         # The namespaces we made there (origin label): each goes when its hub namespace does.
         self.made = Informer(
             kube,
