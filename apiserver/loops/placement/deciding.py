@@ -75,7 +75,7 @@ class Decider:
         )
         known = self._strategies.get(texts)
         if known is None:
-            where = f"{kind.plural} {meta['namespace']}/{meta['name']}"
+            where = f"{kind.plural} {_named(meta)}"
             known = effective_strategy(*texts, where)
             if len(self._strategies) >= _STRATEGIES_KEPT:
                 self._strategies.clear()
@@ -85,7 +85,7 @@ class Decider:
     def strategy_of(self, kind: Kind, obj: Obj) -> tuple[Strategy | None, str, str | None]:
         """The strategy in force for a hub object, its source, and the error if it does not
         parse; cheap (no decision), for listings."""
-        ns = self.cache.namespace(obj["metadata"]["namespace"])
+        ns = self.cache.namespace(obj["metadata"].get("namespace") or "")
         try:
             strategy, source = self.strategy(kind, obj, ns)
         except StrategyError as err:
@@ -97,7 +97,8 @@ class Decider:
         return [await self._candidate(loc, obj) for loc in self.cache.locations.items()]
 
     def denied(self, namespace: str, candidates: list[engine.Candidate]) -> dict[str, str]:
-        """Locations the namespace's PlacementPolicies rule out, with `policy NAME`."""
+        """Locations the namespace's PlacementPolicies rule out, with `policy NAME` (for ""
+        — a cluster-scoped object —, the policies that select every namespace)."""
         policies = self.cache.policies_for(namespace)
         return denied(policies, {c.name: c.labels for c in candidates}) if policies else {}
 
@@ -109,7 +110,8 @@ class Decider:
         if annotation is not None:
             meta = obj["metadata"] = dict(obj["metadata"])
             meta["annotations"] = {**(meta.get("annotations") or {}), STRATEGY: annotation}
-        ns = self.cache.namespace(obj["metadata"]["namespace"])
+        namespace = obj["metadata"].get("namespace") or ""
+        ns = self.cache.namespace(namespace)
         try:
             strategy, source = self.strategy(kind, obj, ns)
         except StrategyError as err:
@@ -123,7 +125,7 @@ class Decider:
             read_placement(obj),
             time.time(),
             self.settings,
-            denied=self.denied(obj["metadata"]["namespace"], candidates),
+            denied=self.denied(namespace, candidates),
         )
         weighted = strategy.weights if isinstance(strategy.weights, dict) else {}
         named = {*strategy.pin, *strategy.avoid, *weighted}
@@ -173,6 +175,12 @@ class Decider:
         )
         self._candidates[(location.name, api_key)] = (version, checker, candidate)
         return candidate
+
+
+def _named(meta: Obj) -> str:
+    """`namespace/name`, or a cluster-scoped object's `name`."""
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
 def _free(allocatable: dict[str, str], requested: dict[str, str]) -> engine.Resources | None:
