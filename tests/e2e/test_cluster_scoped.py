@@ -1,0 +1,232 @@
+"""Cluster-scoped objects placed by their strategy, and namespaces' own labels in the children
+(issue #31, item 9), with plain kubectl on the hub: a ClusterRole or a StorageClass that
+carries `kmc.dev/strategy` reaches the locations it names and leaves them when it is deleted
+or loses its strategy; one without stays the hub's; a strategy naming a location that does
+not exist is refused at apply, one that leaves none eligible says so in a Warning Event, and
+neither sends anything; a label put on a hub Namespace appears on the children's copies, and
+goes when it goes.
+
+Cluster-scoped objects outlive the test namespaces: each test deletes what it made and checks
+that the children lost it."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kmc_testbed import bed
+
+from .conftest import CHILDREN, Kubectl
+from .test_ingress_volumes import in_children
+from .test_placement import with_strategy
+from .test_services import wait_for
+
+US = {"matchLabels": {"topology.kubernetes.io/region": "us"}}
+
+
+@pytest.fixture
+def names(kubectl: dict[str, Kubectl]) -> Iterator[list[tuple[str, str]]]:
+    """(resource, name) of cluster-scoped hub objects a test made, deleted afterwards."""
+    made: list[tuple[str, str]] = []
+    yield made
+    for resource, name in made:
+        kubectl["hub"].run("delete", resource, name, "--ignore-not-found", "--wait=false")
+
+
+def fresh(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def cluster_role(name: str, strategy: dict[str, Any] | None = None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": {"team": "a"}},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}],
+    }
+    return with_strategy(obj, strategy) if strategy is not None else obj
+
+
+def storage_class(name: str, strategy: dict[str, Any]) -> dict[str, Any]:
+    obj = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": "example.com/none",
+        "reclaimPolicy": "Delete",
+    }
+    return with_strategy(obj, strategy)
+
+
+def made(
+    kubectl: dict[str, Kubectl], names: list[tuple[str, str]], resource: str, obj: dict[str, Any]
+) -> str:
+    names.append((resource, obj["metadata"]["name"]))
+    kubectl["hub"].apply(obj)
+    return str(obj["metadata"]["name"])
+
+
+def gone_everywhere(kubectl: dict[str, Kubectl], resource: str, name: str) -> bool:
+    on_hub = kubectl["hub"].run("get", resource, name, check=False).returncode == 0
+    return not on_hub and not in_children(kubectl, resource, name)
+
+
+def test_a_cluster_role_and_a_storage_class_with_a_strategy_reach_every_child_and_leave(
+    installed: bed.State, kubectl: dict[str, Kubectl], names: list[tuple[str, str]]
+) -> None:
+    hub = kubectl["hub"]
+    role = made(
+        kubectl, names, "clusterroles", cluster_role(fresh("reader"), {"type": "Replicate"})
+    )
+    sc = made(kubectl, names, "storageclasses", storage_class(fresh("slow"), {"type": "Replicate"}))
+    copies = wait_for(
+        lambda: (
+            (found := in_children(kubectl, "clusterroles", role)).keys() == set(CHILDREN) and found
+        ),
+        say=f"clusterrole {role} in every child",
+    )
+    for child in copies.values():
+        assert child["rules"] == cluster_role(role)["rules"]
+        assert child["metadata"]["labels"]["team"] == "a"
+        assert not any(k.startswith("kmc.dev/") for k in child["metadata"].get("annotations", {}))
+    wait_for(
+        lambda: in_children(kubectl, "storageclasses", sc).keys() == set(CHILDREN),
+        say=f"storageclass {sc} in every child",
+    )
+    # A change on the hub follows.
+    hub.run("label", "clusterrole", role, "team=b", "--overwrite")
+    wait_for(
+        lambda: (
+            all(
+                c["metadata"]["labels"].get("team") == "b"
+                for c in in_children(kubectl, "clusterroles", role).values()
+            )
+            and len(in_children(kubectl, "clusterroles", role)) == len(CHILDREN)
+        ),
+        say="the new label in every child",
+    )
+    # Deleted on the hub: gone everywhere (our finalizer holds the hub object until then).
+    hub.run("delete", "clusterrole", role, "--wait=false")
+    hub.run("delete", "storageclass", sc, "--wait=false")
+    wait_for(lambda: gone_everywhere(kubectl, "clusterroles", role), 240, "clusterrole gone")
+    wait_for(lambda: gone_everywhere(kubectl, "storageclasses", sc), 240, "storageclass gone")
+
+
+def test_a_location_selector_picks_the_children_and_no_strategy_keeps_it_home(
+    installed: bed.State, kubectl: dict[str, Kubectl], names: list[tuple[str, str]]
+) -> None:
+    hub = kubectl["hub"]
+    home = made(kubectl, names, "clusterroles", cluster_role(fresh("home")))
+    us = made(
+        kubectl,
+        names,
+        "clusterroles",
+        cluster_role(fresh("us"), {"type": "Replicate", "locationSelector": US}),
+    )
+    wait_for(
+        lambda: in_children(kubectl, "clusterroles", us).keys() == {"us-east", "us-west"},
+        say=f"clusterrole {us} in the us locations",
+    )
+    # Made before the selected one was placed: it would be there by now if it were placed.
+    assert in_children(kubectl, "clusterroles", home) == {}
+    assert in_children(kubectl, "clusterroles", us).keys() == {"us-east", "us-west"}
+    # Given a strategy, it goes; losing it, it comes back home.
+    strategy = json.dumps({"type": "Replicate", "pin": ["eu-west"]})
+    hub.run("annotate", "clusterrole", home, f"kmc.dev/strategy={strategy}")
+    wait_for(
+        lambda: in_children(kubectl, "clusterroles", home).keys() == {"eu-west"},
+        say=f"clusterrole {home} in eu-west",
+    )
+    hub.run("annotate", "clusterrole", home, "kmc.dev/strategy-")
+    wait_for(
+        lambda: in_children(kubectl, "clusterroles", home) == {},
+        say=f"clusterrole {home} out of the children once its strategy is gone",
+    )
+    hub.run("delete", "clusterrole", us, "--wait=false")
+    wait_for(lambda: gone_everywhere(kubectl, "clusterroles", us), 240, "clusterrole gone")
+
+
+def test_a_strategy_naming_no_real_location_sends_nothing_and_says_why(
+    installed: bed.State, kubectl: dict[str, Kubectl], names: list[tuple[str, str]]
+) -> None:
+    hub = kubectl["hub"]
+    mars = cluster_role(fresh("mars"), {"type": "Replicate", "pin": ["mars"]})
+    names.append(("clusterroles", mars["metadata"]["name"]))
+    refused = hub.run("apply", "-f", "-", stdin=json.dumps(mars), check=False)
+    assert refused.returncode != 0
+    assert "no location named mars" in refused.stderr, refused.stderr
+    assert hub.run("get", "clusterrole", mars["metadata"]["name"], check=False).returncode != 0
+
+    # One that names only real labels but matches no location: applied, placed nowhere.
+    nowhere = {"matchLabels": {"topology.kubernetes.io/region": "antarctica"}}
+    name = made(
+        kubectl,
+        names,
+        "clusterroles",
+        cluster_role(fresh("nowhere"), {"type": "Replicate", "locationSelector": nowhere}),
+    )
+
+    def warned() -> list[Any]:
+        selector = f"involvedObject.kind=ClusterRole,involvedObject.name={name}"
+        items: list[Any] = hub.json("get", "events", "-A", "--field-selector", selector)["items"]
+        return [e for e in items if e["type"] == "Warning" and e["reason"] == "Unplaceable"]
+
+    event = wait_for(warned, say=f"a Warning Event on clusterrole {name}")[0]
+    assert "no eligible location" in event["message"], event["message"]
+    assert in_children(kubectl, "clusterroles", name) == {}
+    annotations = hub.json("get", "clusterrole", name)["metadata"].get("annotations") or {}
+    assert json.loads(annotations.get("kmc.dev/placement") or "{}") == {}
+
+
+def test_a_hub_namespaces_labels_and_annotations_reach_the_childrens_copies(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.run("label", "namespace", namespace, "team=a", "kmc.dev/exclude=false")
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings"},
+        "data": {"a": "1"},
+    }
+    hub.apply(with_strategy(config, {"type": "Replicate"}), namespace)
+
+    def child_namespaces() -> dict[str, Any]:
+        return {c: kubectl[c].json("get", "namespace", namespace) for c in CHILDREN}
+
+    def everywhere(test: Any) -> Any:
+        copies = {
+            c: kubectl[c].run("get", "namespace", namespace, "-o", "json", check=False)
+            for c in CHILDREN
+        }
+        if any(p.returncode != 0 for p in copies.values()):
+            return False
+        return all(test(json.loads(p.stdout)["metadata"]) for p in copies.values())
+
+    wait_for(
+        lambda: everywhere(lambda m: m.get("labels", {}).get("team") == "a"),
+        say="the namespace's label made with it in every child",
+    )
+    for meta in (ns["metadata"] for ns in child_namespaces().values()):
+        assert "kmc.dev/exclude" not in meta["labels"]  # nothing of ours but the origin
+        assert "kmc.dev/origin-uid" in meta["labels"]
+    hub.run("label", "namespace", namespace, "team=b", "--overwrite")
+    hub.run("annotate", "namespace", namespace, "owner=shop")
+    wait_for(
+        lambda: everywhere(
+            lambda m: (
+                m.get("labels", {}).get("team") == "b"
+                and m.get("annotations", {}).get("owner") == "shop"
+            )
+        ),
+        say="the changed label and a new annotation in every child",
+    )
+    hub.run("label", "namespace", namespace, "team-")
+    wait_for(
+        lambda: everywhere(lambda m: "team" not in m.get("labels", {})),
+        say="the label removed on the hub gone from every child",
+    )
