@@ -163,6 +163,16 @@ class Children:
             watch.ensure(kind)
         return True
 
+    def watch_kind(self, kind: Kind) -> None:
+        """Watch `kind` in every location, now and in any connected later: a kind placed only
+        when asked (a ClusterRole) is first watched when something of it is placed, and after
+        a restart its children must be seen before its first apply (a strategy taken away, a
+        location left, the hub object deleted)."""
+        if kind not in self.watched:
+            self.watched = (*self.watched, kind)
+        for watch in list(self.watches.values()):
+            watch.ensure(kind)
+
     def drop(self, location: str) -> bool:
         """Stop a location's watches (the Location is gone); True if there were any."""
         watch = self.watches.pop(location, None)

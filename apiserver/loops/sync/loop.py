@@ -253,6 +253,8 @@ class SyncLoop:
             await self.cleaner.orphans(key)
             return
         hub = kind.typed(cached)  # cached: read-only
+        if CLEANUP in (hub["metadata"].get("finalizers") or []):
+            self.children.watch_kind(kind)  # placed once: its children are ours to find
         children = self.children.of(key, hub["metadata"]["uid"])
         if hub["metadata"].get("deletionTimestamp"):
             if self.handoff is not None:
