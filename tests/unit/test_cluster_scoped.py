@@ -21,11 +21,13 @@ from apiserver.kinds import (
     Role,
 )
 from apiserver.kinds.cluster import storage_class_change
-from apiserver.loops.placement.deciding import Decider
+from apiserver.loops.placement.deciding import Decider, unplaceable_message
 from apiserver.placement import engine
 from apiserver.placement.policy import applying_everywhere, read_policy
-from apiserver.placement.strategy import StrategyError
+from apiserver.placement.strategy import Strategy, StrategyError
 from apiserver.sync.desired import child_namespace, child_object
+
+from .test_placement_engine import loc
 
 CLUSTER_KINDS = (CLUSTERROLE, CLUSTERROLEBINDING, STORAGECLASS, INGRESSCLASS)
 
@@ -135,3 +137,15 @@ def test_a_cluster_scoped_strategy_error_names_the_object() -> None:
     role["metadata"]["annotations"] = {STRATEGY: '{"type":"Replicate","pin":["us-east"]}'}
     strategy, source = decider.strategy(CLUSTERROLE, role, {"metadata": {"name": ""}})
     assert (strategy.type, strategy.pin, source) == ("Replicate", ("us-east",), "object")
+
+
+def test_an_unplaceable_strategy_names_the_locations_that_do_not_exist() -> None:
+    candidates = [loc("us-east"), loc("eu-west")]
+    pinned = Strategy(type="Replicate", pin=("mars", "us-east"))
+    assert unplaceable_message(pinned, candidates, "no eligible location: x") == (
+        "no location named mars (locations: eu-west, us-east); no eligible location: x"
+    )
+    fine = Strategy(type="Replicate", pin=("us-east",))
+    assert unplaceable_message(fine, candidates, "no eligible location: x") == (
+        "no eligible location: x"
+    )

@@ -127,9 +127,7 @@ class Decider:
             self.settings,
             denied=self.denied(namespace, candidates),
         )
-        weighted = strategy.weights if isinstance(strategy.weights, dict) else {}
-        named = {*strategy.pin, *strategy.avoid, *weighted}
-        unknown = tuple(sorted(named - {c.name for c in candidates}))
+        unknown = unknown_locations(strategy, candidates)
         return Explanation(strategy, source, decision.verdicts, None, unknown)
 
     def _model(self, raw: Obj) -> Location:
@@ -175,6 +173,25 @@ class Decider:
         )
         self._candidates[(location.name, api_key)] = (version, checker, candidate)
         return candidate
+
+
+def unknown_locations(strategy: Strategy, candidates: list[engine.Candidate]) -> tuple[str, ...]:
+    """The locations a strategy names (pin, avoid, weights) that do not exist, sorted."""
+    weighted = strategy.weights if isinstance(strategy.weights, dict) else {}
+    named = {*strategy.pin, *strategy.avoid, *weighted}
+    return tuple(sorted(named - {c.name for c in candidates}))
+
+
+def unplaceable_message(
+    strategy: Strategy, candidates: list[engine.Candidate], unplaceable: str
+) -> str:
+    """Why nothing is placed; first, when the strategy names locations that do not exist (the
+    webhook refuses those at apply, but it may have been skipped, or a Location deleted)."""
+    unknown = unknown_locations(strategy, candidates)
+    if not unknown:
+        return unplaceable
+    known = ", ".join(sorted(c.name for c in candidates)) or "none"
+    return f"no location named {', '.join(unknown)} (locations: {known}); {unplaceable}"
 
 
 def _named(meta: Obj) -> str:
