@@ -230,3 +230,103 @@ def test_a_hub_namespaces_labels_and_annotations_reach_the_childrens_copies(
         lambda: everywhere(lambda m: "team" not in m.get("labels", {})),
         say="the label removed on the hub gone from every child",
     )
+
+
+def test_only_the_policies_for_every_namespace_hold_a_cluster_scoped_object(
+    installed: bed.State, kubectl: dict[str, Kubectl], names: list[tuple[str, str]]
+) -> None:
+    hub = kubectl["hub"]
+    everywhere, some = fresh("e2e-all"), fresh("e2e-some")
+    names += [("placementpolicies", everywhere), ("placementpolicies", some)]
+    for name, selector, where in (
+        (everywhere, {}, ["eu-west", "us-west"]),
+        # Selects namespaces by a label: says nothing of objects in no namespace.
+        (some, {"matchLabels": {"tier": some}}, ["us-east"]),
+    ):
+        hub.apply(
+            {
+                "apiVersion": "kmc.dev/v1alpha1",
+                "kind": "PlacementPolicy",
+                "metadata": {"name": name},
+                "spec": {"namespaceSelector": selector, "locations": where},
+            }
+        )
+    role = made(kubectl, names, "clusterroles", cluster_role(fresh("held"), {"type": "Replicate"}))
+    wait_for(
+        lambda: in_children(kubectl, "clusterroles", role).keys() == {"eu-west", "us-west"},
+        say=f"clusterrole {role} only where the policy for every namespace allows",
+    )
+    wider = json.dumps({"type": "Replicate", "pin": ["us-east"]})
+    refused = hub.run(
+        "annotate", "clusterrole", role, f"kmc.dev/strategy={wider}", "--overwrite", check=False
+    )
+    assert refused.returncode != 0
+    assert f"us-east: policy {everywhere}" in refused.stderr, refused.stderr
+    hub.run("delete", "placementpolicy", everywhere)
+    wait_for(
+        lambda: in_children(kubectl, "clusterroles", role).keys() == set(CHILDREN),
+        say=f"clusterrole {role} everywhere once the policy is gone",
+    )
+    hub.run("delete", "clusterrole", role, "--wait=false")
+    wait_for(lambda: gone_everywhere(kubectl, "clusterroles", role), 240, "clusterrole gone")
+
+
+def test_a_users_crd_with_a_strategy_is_served_by_the_children_and_its_objects_follow(
+    installed: bed.State, kubectl: dict[str, Kubectl], names: list[tuple[str, str]]
+) -> None:
+    hub = kubectl["hub"]
+    group = f"{uuid.uuid4().hex[:6]}.e2e.example.com"
+    crd_name = f"gizmos.{group}"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": crd_name},
+        "spec": {
+            "group": group,
+            "scope": "Cluster",
+            "names": {"kind": "Gizmo", "plural": "gizmos", "singular": "gizmo"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {"size": {"type": "integer"}},
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    made(kubectl, names, "customresourcedefinitions", with_strategy(crd, {"type": "Replicate"}))
+    wait_for(
+        lambda: in_children(kubectl, "customresourcedefinitions", crd_name).keys() == set(CHILDREN),
+        240,
+        f"crd {crd_name} in every child",
+    )
+    gizmo = {
+        "apiVersion": f"{group}/v1",
+        "kind": "Gizmo",
+        "metadata": {"name": "small"},
+        "spec": {"size": 1},
+    }
+    hub.run("wait", "--for=condition=Established", f"crd/{crd_name}", "--timeout=60s")
+    hub.apply(with_strategy(gizmo, {"type": "Replicate", "locationSelector": US}))
+    wait_for(
+        lambda: in_children(kubectl, f"gizmos.{group}", "small").keys() == {"us-east", "us-west"},
+        300,
+        "the cluster-scoped Gizmo in the us locations",
+    )
+    hub.run("delete", f"gizmos.{group}", "small", "--wait=false")
+    wait_for(lambda: gone_everywhere(kubectl, f"gizmos.{group}", "small"), 240, "gizmo gone")
+    hub.run("delete", "crd", crd_name, "--wait=false")
+    wait_for(
+        lambda: gone_everywhere(kubectl, "customresourcedefinitions", crd_name), 240, "crd gone"
+    )
