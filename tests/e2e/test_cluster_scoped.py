@@ -330,3 +330,90 @@ def test_a_users_crd_with_a_strategy_is_served_by_the_children_and_its_objects_f
     wait_for(
         lambda: gone_everywhere(kubectl, "customresourcedefinitions", crd_name), 240, "crd gone"
     )
+
+
+def gizmo_crd(group: str) -> dict[str, Any]:
+    schema = {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gizmos.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Cluster",
+            "names": {"kind": "Gizmo", "plural": "gizmos", "singular": "gizmo"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+
+
+def test_an_imported_cluster_scoped_crd_is_never_sent_down_but_its_objects_are(
+    installed: bed.State, kubectl: dict[str, Kubectl], names: list[tuple[str, str]]
+) -> None:
+    hub = kubectl["hub"]
+    imported_group = f"{uuid.uuid4().hex[:6]}.imported.example.com"
+    imported = f"gizmos.{imported_group}"
+    for child in ("us-east", "us-west"):  # served by two children only
+        kubectl[child].apply(gizmo_crd(imported_group))
+    try:
+        crd = wait_for(
+            lambda: (
+                (p := hub.run("get", "crd", imported, "-o", "json", check=False)).returncode == 0
+                and json.loads(p.stdout)
+            ),
+            240,
+            f"the cluster-scoped {imported} imported on the hub",
+        )
+        assert crd["metadata"]["labels"].get("kmc.dev/imported") == "true"
+        # Asked to, it still does not go down; a user's CRD asked the same way does.
+        strategy = json.dumps({"type": "Replicate"})
+        hub.run("annotate", "crd", imported, f"kmc.dev/strategy={strategy}")
+        users_group = f"{uuid.uuid4().hex[:6]}.users.example.com"
+        users = made(
+            kubectl,
+            names,
+            "customresourcedefinitions",
+            with_strategy(gizmo_crd(users_group), {"type": "Replicate"}),
+        )
+        wait_for(
+            lambda: (
+                in_children(kubectl, "customresourcedefinitions", users).keys() == set(CHILDREN)
+            ),
+            240,
+            f"the user's crd {users} in every child",
+        )
+        assert in_children(kubectl, "customresourcedefinitions", imported) == {}
+        assert kubectl["eu-west"].run("get", "crd", imported, check=False).returncode != 0
+        # Its objects with a strategy go where the kind is served.
+        gizmo = {"apiVersion": f"{imported_group}/v1", "kind": "Gizmo", "metadata": {"name": "g"}}
+        names.append((f"gizmos.{imported_group}", "g"))
+        hub.apply(with_strategy(gizmo, {"type": "Replicate"}))
+        wait_for(
+            lambda: (
+                in_children(kubectl, f"gizmos.{imported_group}", "g").keys()
+                == {"us-east", "us-west"}
+            ),
+            240,
+            "the imported kind's object where the kind is served",
+        )
+        hub.run("delete", f"gizmos.{imported_group}", "g", "--wait=false")
+        wait_for(
+            lambda: gone_everywhere(kubectl, f"gizmos.{imported_group}", "g"), 240, "gizmo gone"
+        )
+        hub.run("delete", "crd", users, "--wait=false")
+        wait_for(
+            lambda: gone_everywhere(kubectl, "customresourcedefinitions", users), 240, "crd gone"
+        )
+    finally:
+        for child in ("us-east", "us-west"):
+            kubectl[child].run("delete", "crd", imported, "--ignore-not-found", "--wait=false")
