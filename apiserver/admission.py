@@ -122,12 +122,13 @@ def judge(asked: Obj, locations: set[str], refused: Mapping[str, str] | None = N
 
 
 def _refused_by_policy(cache: HubCache, asked: Obj) -> dict[str, str]:
-    """Locations the PlacementPolicies of the object's namespace rule out."""
+    """Locations the PlacementPolicies of the object's namespace rule out (for a
+    cluster-scoped object, those that select every namespace)."""
     namespace = asked.get("namespace") or (
         ((asked.get("object") or {}).get("metadata") or {}).get("namespace")
     )
-    if not isinstance(namespace, str) or not namespace:
-        return {}
+    if not isinstance(namespace, str):
+        namespace = ""
     policies = cache.policies_for(namespace)
     if not policies:
         return {}

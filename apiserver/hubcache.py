@@ -17,7 +17,7 @@ from aiohttp import web
 
 from apiserver import metrics
 from apiserver.contract import MANAGED_BY, SLICE_MANAGER
-from apiserver.kinds import PLACED, Key, Kind, of_crd
+from apiserver.kinds import CUSTOMRESOURCEDEFINITION, PLACED, Key, Kind, of_crd
 from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
 from apiserver.models import location as model
@@ -55,7 +55,9 @@ class HubCache:
         self.locations = Informer(hub, model.PATH)
         self.policies = Informer(hub, policy.PATH)
         self._policies_read: dict[str, tuple[str, policy.Policy]] = {}  # name -> (version, read)
-        self.crds = Informer(hub, CRDS, self._on_crd)
+        # The CRDs' informer is the placed kind's: one watch serves both.
+        self.crds = self.objects[CUSTOMRESOURCEDEFINITION.key]
+        self.crds.subscribe(self._on_crd)
         # The hub EndpointSlices we write (the children's endpoints, mirrored): the endpoints
         # loop keeps them, the exports loop reads them.
         self.slices = Informer(
@@ -108,8 +110,7 @@ class HubCache:
 
     def policies_for(self, namespace: str) -> list[policy.Policy]:
         """The PlacementPolicies that select a namespace, by name (each read once per
-        version)."""
-        labels = self.namespace(namespace)["metadata"].get("labels") or {}
+        version); for "" (a cluster-scoped object), those that select every namespace."""
         read = []
         for raw in self.policies.items():
             meta = raw["metadata"]
@@ -118,6 +119,9 @@ class HubCache:
             if known is None or known[0] != version:
                 known = self._policies_read[meta["name"]] = (version, policy.read_policy(raw))
             read.append(known[1])
+        if not namespace:
+            return policy.applying_everywhere(read)
+        labels = self.namespace(namespace)["metadata"].get("labels") or {}
         return policy.applying(read, labels)
 
     async def observe(self, kind: str, obj: Obj) -> None:
@@ -170,7 +174,6 @@ class HubCache:
             self.namespaces,
             self.locations,
             self.policies,
-            self.crds,
             self.slices,
         ):
             await informer.synced.wait()
@@ -191,7 +194,6 @@ class HubCache:
                 self.namespaces,
                 self.locations,
                 self.policies,
-                self.crds,
                 self.slices,
             )
         ]
@@ -202,7 +204,7 @@ class HubCache:
                 task.cancel()
 
     async def _on_crd(self, event: str, crd: Obj, _: Obj | None) -> None:
-        """Objects of a namespaced CRD are placed when they carry a strategy: watch them."""
+        """Objects of a CRD's kind are placed when they carry a strategy: watch them."""
         kind = of_crd(crd)
         if kind is None:
             return

@@ -75,11 +75,26 @@ RULES: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     (
+        "sync: ClusterRoles and ClusterRoleBindings that carry a strategy on the hub are placed"
+        " here; bind and escalate because copying one that grants more than this account holds"
+        " is refused otherwise, which makes this account as strong as cluster-admin here (see"
+        " docs/strategy.md, Cluster-scoped objects)",
+        {
+            "apiGroups": ["rbac.authorization.k8s.io"],
+            "resources": ["clusterroles", "clusterrolebindings"],
+            "verbs": [*_WRITE, "bind", "escalate"],
+        },
+    ),
+    (
+        "sync: StorageClasses and IngressClasses that carry a strategy on the hub are placed here",
+        {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"], "verbs": _WRITE},
+    ),
+    (
         "sync: a namespace's NetworkPolicies go where its workloads run, Ingresses where the"
-        " Services they name are",
+        " Services they name are, IngressClasses where their strategy says",
         {
             "apiGroups": ["networking.k8s.io"],
-            "resources": ["networkpolicies", "ingresses"],
+            "resources": ["networkpolicies", "ingresses", "ingressclasses"],
             "verbs": _WRITE,
         },
     ),
@@ -109,11 +124,12 @@ RULES: list[tuple[str, dict[str, Any]]] = [
         {"apiGroups": [""], "resources": ["nodes", "services", "events"], "verbs": _READ},
     ),
     (
-        "API import: the CRDs served here, read to negotiate the hub's schema of each kind",
+        "API import: the CRDs served here, read to negotiate the hub's schema of each kind;"
+        " sync: a user's CRD that carries a strategy on the hub is placed here",
         {
             "apiGroups": ["apiextensions.k8s.io"],
             "resources": ["customresourcedefinitions"],
-            "verbs": _READ,
+            "verbs": _WRITE,
         },
     ),
     (

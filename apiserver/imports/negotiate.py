@@ -151,7 +151,8 @@ def misfits(objects: list[Obj], current: Obj, candidate: Obj) -> list[str]:
 
 def _where(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
 
 
 def _decision(spec: Obj, verdicts: dict[str, Verdict]) -> Decision:

@@ -3,9 +3,10 @@ modules.
 
 `kind.py` says what an entry holds; each family's entries live beside their own share and
 fold functions (`workloads.py`, `job.py`, `config.py`, `namespaced.py`, `core.py`,
-`ingress.py`, `autoscaling.py`, `policy.py`). What the hub cache watches, what the loops
-place, what the views and punch-through serve all derive from the tables below. A CRD's kind
-joins at run time (`of_crd`). Modules pass `Key`s, never strings they would have to parse.
+`ingress.py`, `autoscaling.py`, `policy.py`, `cluster.py`). What the hub cache watches, what
+the loops place, what the views and punch-through serve all derive from the tables below. A
+CRD's kind joins at run time (`of_crd`). Modules pass `Key`s, never strings they would have to
+parse.
 
 Adding a kind: write its entry (and its share or fold, if it has any) in the family it
 belongs to, and list it in that family's `ENTRIES`.
@@ -13,8 +14,25 @@ belongs to, and list it in that family's `ENTRIES`.
 
 from __future__ import annotations
 
-from apiserver.kinds import autoscaling, config, core, ingress, job, namespaced, policy, workloads
+from apiserver.kinds import (
+    autoscaling,
+    cluster,
+    config,
+    core,
+    ingress,
+    job,
+    namespaced,
+    policy,
+    workloads,
+)
 from apiserver.kinds.autoscaling import HORIZONTALPODAUTOSCALER
+from apiserver.kinds.cluster import (
+    CLUSTERROLE,
+    CLUSTERROLEBINDING,
+    CUSTOMRESOURCEDEFINITION,
+    INGRESSCLASS,
+    STORAGECLASS,
+)
 from apiserver.kinds.config import (
     CONFIGMAP,
     PERSISTENTVOLUMECLAIM,
@@ -39,13 +57,17 @@ from apiserver.objects import ReadOnly
 
 __all__ = [
     "ALL",
+    "CLUSTERROLE",
+    "CLUSTERROLEBINDING",
     "CONFIGMAP",
+    "CUSTOMRESOURCEDEFINITION",
     "DAEMONSET",
     "DEPLOYMENT",
     "ENDPOINTSLICE",
     "EVENT",
     "HORIZONTALPODAUTOSCALER",
     "INGRESS",
+    "INGRESSCLASS",
     "JOB",
     "LIMITRANGE",
     "NAMESPACE",
@@ -64,6 +86,7 @@ __all__ = [
     "SERVICE",
     "SERVICEACCOUNT",
     "STATEFULSET",
+    "STORAGECLASS",
     "VIEWS",
     "Change",
     "Key",
@@ -84,6 +107,7 @@ ALL: tuple[Kind, ...] = (
     *ingress.ENTRIES,
     *autoscaling.ENTRIES,
     *policy.ENTRIES,
+    *cluster.ENTRIES,
 )
 # Built-in kinds the hub cache watches and the placement loop places, by key.
 PLACED: dict[str, Kind] = {k.key: k for k in ALL if k.role is not None}
@@ -92,10 +116,12 @@ VIEWS: dict[str, Kind] = {k.plural: k for k in ALL if k.view is not None}
 
 
 def of_crd(crd: ReadOnly) -> Kind | None:
-    """The kind a namespaced CRD serves (its storage version), or None."""
+    """The kind a CRD serves (its storage version), namespaced or cluster-scoped; None when
+    it has no storage version."""
     spec = crd.get("spec") or {}
     version = next((v["name"] for v in spec.get("versions", []) if v.get("storage")), None)
-    if spec.get("scope") != "Namespaced" or version is None:
+    scope = spec.get("scope")
+    if scope not in ("Namespaced", "Cluster") or version is None:
         return None
     group, names = spec["group"], spec["names"]
     return Kind(
@@ -103,5 +129,7 @@ def of_crd(crd: ReadOnly) -> Kind | None:
         names["kind"],
         f"{group}/{version}",
         names["plural"],
-        role=Role.CUSTOM,
+        role=Role.ASKED,
+        namespaced=scope == "Namespaced",
+        crd=True,
     )

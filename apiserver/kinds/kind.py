@@ -42,7 +42,9 @@ class Role(StrEnum):
     # divided by that workload's shares; while it does, the size of that workload's children
     # is their autoscalers' to set, never sent by us.
     SCALER = "scaler"
-    CUSTOM = "custom"  # a CRD's kind: placed only when it carries a strategy
+    # Placed only when it carries a strategy (Replicate by default for its kind): a CRD's
+    # kind, and the cluster-scoped built-ins an administrator places (a ClusterRole).
+    ASKED = "asked"
 
 
 class Change(Enum):
@@ -138,6 +140,7 @@ class Kind:
     plural: str
     role: Role | None = None  # None: not placed (only read through punch-through)
     namespaced: bool = True
+    crd: bool = False  # served by the hub's apiextensions (no strategic merge patch)
     pod_spec_path: tuple[str, ...] | None = None  # where its pod template's spec is
     # Split (divide the replicas) or Replicate (a whole copy each) when nothing says otherwise.
     default_type: StrategyType = "Replicate"
@@ -189,7 +192,7 @@ class Kind:
     @property
     def custom(self) -> bool:
         """A CRD's kind (served by the hub's apiextensions, not built in)."""
-        return self.role is Role.CUSTOM
+        return self.crd
 
     @property
     def folds(self) -> bool:
@@ -289,7 +292,7 @@ class Target(NamedTuple):
         """The hub object it names, if a kind placed by a strategy (a workload, a CRD's) is
         the one it names."""
         for kind in kinds:
-            if kind.role in (Role.WORKLOAD, Role.CUSTOM) and kind.named_by(self):
+            if kind.role in (Role.WORKLOAD, Role.ASKED) and kind.named_by(self):
                 return Key(kind.key, namespace, self.name)
         return None
 

@@ -30,9 +30,10 @@ def _quota_share(child: Obj, location: str, placement: Placement) -> None:
         spec["hard"] = divide_quota(hard, weights)[location]
 
 
-def _role_share(child: Obj, location: str, placement: Placement) -> None:
-    """A Role that lets someone read `remote.kmc.dev` pods on the hub lets them read pods in
-    the child, where the punch-through read impersonates them: the same decision both ways."""
+def role_share(child: Obj, location: str, placement: Placement) -> None:
+    """A Role (or a ClusterRole) that lets someone read `remote.kmc.dev` pods on the hub
+    lets them read pods in the child, where the punch-through read impersonates them: the
+    same decision both ways."""
     rules = child.get("rules")
     if isinstance(rules, list):
         child["rules"] = [out for rule in rules for out in _child_rules(rule)]
@@ -64,7 +65,7 @@ RESOURCEQUOTA = Kind(
     share=_quota_share,
     weighed=True,
 )
-ROLE = Kind("Role", "Role", _RBAC, "roles", role=Role.NAMESPACE_FOLLOWER, share=_role_share)
+ROLE = Kind("Role", "Role", _RBAC, "roles", role=Role.NAMESPACE_FOLLOWER, share=role_share)
 ROLEBINDING = Kind(
     "RoleBinding", "RoleBinding", _RBAC, "rolebindings", role=Role.NAMESPACE_FOLLOWER
 )

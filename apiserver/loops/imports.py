@@ -55,11 +55,12 @@ NO_NOTE = Note("", "")
 
 
 def importable(crd: Obj) -> bool:
-    """Namespaced kinds not of our own groups: what the placement loop can place."""
+    """Kinds not of our own groups, namespaced or cluster-scoped: what the placement loop
+    can place (an object of either carrying a strategy)."""
     spec = crd.get("spec") or {}
     group = str(spec.get("group") or "")
     ours = any(group == g or group.endswith("." + g) for g in OUR_GROUPS)
-    return spec.get("scope") == "Namespaced" and not ours
+    return spec.get("scope") in ("Namespaced", "Cluster") and not ours
 
 
 class ImportLoop:

@@ -11,8 +11,11 @@ and, inside each, only on some nodes, without having to know. A cluster-scoped
 - adds constraints to the child objects at sync (`childConstraints`: nodeSelector entries,
   tolerations, a priorityClassName) that never appear on the hub object.
 
-Every policy that selects a namespace applies. A policy that does not parse still applies, and
-allows nothing: failing open would place objects where an administrator said they must not go.
+Every policy that selects a namespace applies. A cluster-scoped object (a ClusterRole with a
+strategy) is in no namespace: the policies whose namespace selector is empty, which select
+every namespace, apply to it (`applying_everywhere`). A policy that does not parse still
+applies, and allows nothing: failing open would place objects where an administrator said
+they must not go.
 
 Pure functions over raw objects; the loops read the policies from the hub cache.
 """
@@ -104,6 +107,21 @@ def read_policy(raw: ReadOnly) -> Policy:
 def applying(policies: Iterable[Policy], namespace_labels: Mapping[str, str]) -> list[Policy]:
     """The policies that select a namespace, by name."""
     return sorted((p for p in policies if p.selects(namespace_labels)), key=lambda p: p.name)
+
+
+def applying_everywhere(policies: Iterable[Policy]) -> list[Policy]:
+    """The policies that hold for cluster-scoped objects, which are in no namespace: those
+    whose namespace selector is empty (they select every namespace, whatever its labels), and
+    those that do not parse (fail closed), by name. A policy for some namespaces only, by
+    label, says nothing of what belongs to none."""
+    return sorted(
+        (p for p in policies if p.spec is None or _selects_all(p.spec.namespace_selector)),
+        key=lambda p: p.name,
+    )
+
+
+def _selects_all(selector: LabelSelector) -> bool:
+    return not selector.match_labels and not selector.match_expressions
 
 
 def denied(

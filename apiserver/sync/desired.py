@@ -102,6 +102,28 @@ def _child_metadata(hub_metadata: ReadOnly, uid: str) -> Obj:
     return metadata
 
 
+# --- namespaces -------------------------------------------------------------------------------
+
+# Set by every cluster's apiserver on its own namespaces, to the namespace's own name.
+_NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def child_namespace(hub_namespace: ReadOnly) -> Obj:
+    """The Namespace to apply into a child for a hub Namespace: its name, the labels and
+    annotations its author gave it (a Pod Security level, a team's label), nothing of ours
+    but the origin label, which ties it to the hub namespace's uid."""
+    meta = mapping(hub_namespace.get("metadata"))
+    child = _child_metadata({"name": meta["name"], **_own(meta)}, str(meta.get("uid") or ""))
+    child["labels"].pop(_NAMESPACE_NAME_LABEL, None)
+    if not meta.get("uid"):
+        child["labels"].pop(ORIGIN)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": child}
+
+
+def _own(meta: ReadOnly) -> Obj:
+    return {key: meta[key] for key in ("labels", "annotations") if key in meta}
+
+
 # --- shares every kind with replicas uses -------------------------------------------------------
 
 

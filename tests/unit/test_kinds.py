@@ -43,10 +43,14 @@ def test_every_entry_says_what_each_part_needs() -> None:
 
 @pytest.mark.parametrize(
     ("scope", "expected"),
-    [("Namespaced", ("Widget.example.org", "example.org/v2", Role.CUSTOM)), ("Cluster", None)],
+    [
+        ("Namespaced", ("Widget.example.org", "example.org/v2", Role.ASKED, True)),
+        ("Cluster", ("Widget.example.org", "example.org/v2", Role.ASKED, False)),
+        ("Elsewhere", None),
+    ],
 )
 def test_a_crd_kind_joins_with_its_storage_version(
-    scope: str, expected: tuple[str, str, Role] | None
+    scope: str, expected: tuple[str, str, Role, bool] | None
 ) -> None:
     crd = {
         "spec": {
@@ -57,4 +61,5 @@ def test_a_crd_kind_joins_with_its_storage_version(
         }
     }
     kind = of_crd(crd)
-    assert (kind and (kind.key, kind.api_version, kind.role)) == expected
+    assert (kind and (kind.key, kind.api_version, kind.role, kind.namespaced)) == expected
+    assert kind is None or kind.custom  # takes no strategic merge patch

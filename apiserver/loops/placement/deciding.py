@@ -75,7 +75,7 @@ class Decider:
         )
         known = self._strategies.get(texts)
         if known is None:
-            where = f"{kind.plural} {meta['namespace']}/{meta['name']}"
+            where = f"{kind.plural} {_named(meta)}"
             known = effective_strategy(*texts, where)
             if len(self._strategies) >= _STRATEGIES_KEPT:
                 self._strategies.clear()
@@ -85,7 +85,7 @@ class Decider:
     def strategy_of(self, kind: Kind, obj: Obj) -> tuple[Strategy | None, str, str | None]:
         """The strategy in force for a hub object, its source, and the error if it does not
         parse; cheap (no decision), for listings."""
-        ns = self.cache.namespace(obj["metadata"]["namespace"])
+        ns = self.cache.namespace(obj["metadata"].get("namespace") or "")
         try:
             strategy, source = self.strategy(kind, obj, ns)
         except StrategyError as err:
@@ -97,7 +97,8 @@ class Decider:
         return [await self._candidate(loc, obj) for loc in self.cache.locations.items()]
 
     def denied(self, namespace: str, candidates: list[engine.Candidate]) -> dict[str, str]:
-        """Locations the namespace's PlacementPolicies rule out, with `policy NAME`."""
+        """Locations the namespace's PlacementPolicies rule out, with `policy NAME` (for ""
+        — a cluster-scoped object —, the policies that select every namespace)."""
         policies = self.cache.policies_for(namespace)
         return denied(policies, {c.name: c.labels for c in candidates}) if policies else {}
 
@@ -109,7 +110,8 @@ class Decider:
         if annotation is not None:
             meta = obj["metadata"] = dict(obj["metadata"])
             meta["annotations"] = {**(meta.get("annotations") or {}), STRATEGY: annotation}
-        ns = self.cache.namespace(obj["metadata"]["namespace"])
+        namespace = obj["metadata"].get("namespace") or ""
+        ns = self.cache.namespace(namespace)
         try:
             strategy, source = self.strategy(kind, obj, ns)
         except StrategyError as err:
@@ -123,11 +125,9 @@ class Decider:
             read_placement(obj),
             time.time(),
             self.settings,
-            denied=self.denied(obj["metadata"]["namespace"], candidates),
+            denied=self.denied(namespace, candidates),
         )
-        weighted = strategy.weights if isinstance(strategy.weights, dict) else {}
-        named = {*strategy.pin, *strategy.avoid, *weighted}
-        unknown = tuple(sorted(named - {c.name for c in candidates}))
+        unknown = unknown_locations(strategy, candidates)
         return Explanation(strategy, source, decision.verdicts, None, unknown)
 
     def _model(self, raw: Obj) -> Location:
@@ -173,6 +173,31 @@ class Decider:
         )
         self._candidates[(location.name, api_key)] = (version, checker, candidate)
         return candidate
+
+
+def unknown_locations(strategy: Strategy, candidates: list[engine.Candidate]) -> tuple[str, ...]:
+    """The locations a strategy names (pin, avoid, weights) that do not exist, sorted."""
+    weighted = strategy.weights if isinstance(strategy.weights, dict) else {}
+    named = {*strategy.pin, *strategy.avoid, *weighted}
+    return tuple(sorted(named - {c.name for c in candidates}))
+
+
+def unplaceable_message(
+    strategy: Strategy, candidates: list[engine.Candidate], unplaceable: str
+) -> str:
+    """Why nothing is placed; first, when the strategy names locations that do not exist (the
+    webhook refuses those at apply, but it may have been skipped, or a Location deleted)."""
+    unknown = unknown_locations(strategy, candidates)
+    if not unknown:
+        return unplaceable
+    known = ", ".join(sorted(c.name for c in candidates)) or "none"
+    return f"no location named {', '.join(unknown)} (locations: {known}); {unplaceable}"
+
+
+def _named(meta: Obj) -> str:
+    """`namespace/name`, or a cluster-scoped object's `name`."""
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
 def _free(allocatable: dict[str, str], requested: dict[str, str]) -> engine.Resources | None:

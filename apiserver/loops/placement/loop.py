@@ -144,7 +144,7 @@ class PlacementLoop:
     def _decided(self) -> list[str]:
         """Kinds whose placement a Location or a policy can change (all but dependencies,
         which follow their users)."""
-        return self._kinds(Role.WORKLOAD, Role.NAMESPACE_FOLLOWER, Role.CUSTOM)
+        return self._kinds(Role.WORKLOAD, Role.NAMESPACE_FOLLOWER, Role.ASKED)
 
     async def _on_object(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
         if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
@@ -264,4 +264,7 @@ class PlacementLoop:
             await self.follower.users(kind, key, obj)
         elif kind.role is Role.WORKLOAD or asked:
             await self.placer.place(kind, key, obj, ns)
+        elif kind.role is Role.ASKED and read_placement(obj):
+            # Its strategy was taken away: it is the hub's own again, and leaves the children.
+            await self.writer.placement(kind, key, obj, {})
         # other kinds are placed only when asked to

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from apiserver.contract import Placement, describe, read_placement
 from apiserver.kinds import PLACED, Key, Kind, Role
 from apiserver.locations.pending import Unschedulable
-from apiserver.loops.placement.deciding import Decider
+from apiserver.loops.placement.deciding import Decider, unplaceable_message
 from apiserver.loops.placement.records import Records
 from apiserver.loops.placement.writes import Writer
 from apiserver.objects import Obj
@@ -110,7 +110,8 @@ class Placer:
         self.records.decided(key, decision.placement, weighs_room, workload)
         self._hold(key, missing, current, decision.placement, now)
         if decision.unplaceable:
-            condition = ("False", "Unplaceable", decision.unplaceable, True)
+            why = unplaceable_message(strategy, candidates, decision.unplaceable)
+            condition = ("False", "Unplaceable", why, True)
         else:
             condition = ("True", "Placed", describe(decision.placement), False)
         # Handed to the sync loop first: its fold once the placement has landed carries it.

@@ -1,5 +1,6 @@
 """Writing one child: apply it (making its namespace first, unless it is cluster-scoped), make
-it anew when its kind says a change cannot be made in place, or delete it.
+it anew when its kind says a change cannot be made in place, or delete it; and keep the
+namespaces we made in the children wearing their hub namespace's labels and annotations.
 
 Server-side apply with field manager `kmc-sync`. An apply of what the child already holds, as
 we last applied it, is skipped: a child's status change re-queues its hub object, and most
@@ -31,7 +32,7 @@ from apiserver.loops.sync.children import Children, ChildWatch
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
 from apiserver.placement.policy import constraints
-from apiserver.sync.desired import child_object, spec_of
+from apiserver.sync.desired import child_namespace, child_object, spec_of
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class Applier:
             spec_of(desired).pop("replicas", None)
         else:
             record.released.discard(location)
-        digest = hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
+        digest = _digest(desired)
         if current is not None:
             # As we last applied it and we would apply the same again; or a change the kind
             # keeps from (a finished Job's share: its work there is done, and stays on record
@@ -142,7 +143,8 @@ class Applier:
 
     async def _ensure_namespace(self, watch: ChildWatch, namespace: str) -> None:
         """Make the child's namespace if it is missing, labelled with the hub namespace's uid
-        so that it goes when that does; one that was there before is left as it is."""
+        so that it goes when that does, and then give it the hub namespace's own labels and
+        annotations (`copy_namespace`); one that was there before is left as it is."""
         if namespace in watch.namespaces:
             return
         hub = self.cache.namespaces.get(namespace)
@@ -157,7 +159,43 @@ class Applier:
         except ApiError as err:
             if err.code != 409:
                 raise
+        else:
+            if hub is not None:
+                # Made by a create, which owns only the origin label: the rest is applied, so
+                # that a label the hub namespace loses later leaves the child's too.
+                await self._apply_namespace(watch, hub)
         watch.namespaces.add(namespace)
+
+    async def copy_namespace(self, hub: Obj, stale: Collection[str]) -> None:
+        """Give every child namespace we made for a hub Namespace (origin label) the hub
+        namespace's own labels and annotations, as they change; a child that wears them as
+        we last applied them is not written. Raises when a location could not be written
+        (looked at again after the queue's backoff)."""
+        name = hub["metadata"]["name"]
+        failed = []
+        for location, watch in list(self.children.watches.items()):
+            child = watch.made.get(name)
+            if child is None or location in stale or child["metadata"].get("deletionTimestamp"):
+                continue  # not ours: one that was there before is left as it is
+            desired = child_namespace(hub)
+            if watch.namespaces_written.get(name) == _digest(desired) and _wears(child, desired):
+                continue
+            try:
+                await self._apply_namespace(watch, hub)
+            except ApiError as err:
+                log.warning("namespace %s: applying to %s failed: %s", name, location, err)
+                failed.append(location)
+        if failed:
+            raise ApiError.of(
+                503, "ServiceUnavailable", f"namespace {name}: applying to {failed} failed"
+            )
+
+    async def _apply_namespace(self, watch: ChildWatch, hub: Obj) -> None:
+        desired = child_namespace(hub)
+        name = desired["metadata"]["name"]
+        answer = await watch.kube.apply(f"/api/v1/namespaces/{name}", desired, SYNC_MANAGER)
+        watch.namespaces_written[name] = _digest(desired)
+        await watch.made.observe(answer)
 
     async def replace(self, key: Key, kind: Kind, hub: Obj, location: str) -> bool:
         """Delete a child that cannot take its new spec in place; its deletion's watch event
@@ -199,6 +237,10 @@ def _wears(child: Obj, desired: Obj) -> bool:
             if have.get(key) != value:
                 return False
     return True
+
+
+def _digest(desired: Obj) -> str:
+    return hashlib.sha256(msgspec.json.encode(desired, order="sorted")).hexdigest()
 
 
 def _version(obj: Obj) -> str:

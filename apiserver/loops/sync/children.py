@@ -33,6 +33,8 @@ class ChildWatch:
         self.kinds: dict[str, Kind] = {}
         self.tasks: list[asyncio.Task[None]] = []
         self.namespaces: set[str] = set()  # known to exist in the child
+        # name -> digest of the namespace we last applied there (its hub labels, annotations)
+        self.namespaces_written: dict[str, str] = {}
         # The namespaces we made there (origin label): each goes when its hub namespace does.
         self.made = Informer(
             kube,
@@ -160,6 +162,16 @@ class Children:
         for kind in self.watched:
             watch.ensure(kind)
         return True
+
+    def watch_kind(self, kind: Kind) -> None:
+        """Watch `kind` in every location, now and in any connected later: a kind placed only
+        when asked (a ClusterRole) is first watched when something of it is placed, and after
+        a restart its children must be seen before its first apply (a strategy taken away, a
+        location left, the hub object deleted)."""
+        if kind not in self.watched:
+            self.watched = (*self.watched, kind)
+        for watch in list(self.watches.values()):
+            watch.ensure(kind)
 
     def drop(self, location: str) -> bool:
         """Stop a location's watches (the Location is gone); True if there were any."""

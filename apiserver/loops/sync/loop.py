@@ -180,9 +180,17 @@ class SyncLoop:
             self._enqueue_all()
 
     async def _on_hub_namespace(self, event: str, ns: Obj, old: Obj | None) -> None:
+        meta = ns["metadata"]
+        if event == "DELETED" or (
+            old is not None
+            and (meta.get("labels"), meta.get("annotations"))
+            != (old["metadata"].get("labels"), old["metadata"].get("annotations"))
+        ):
+            # Gone: its copies in the children go; relabelled: they follow.
+            self.queue.add(Key(NAMESPACE, "", meta["name"]))
         if event == "DELETED":
-            self.queue.add(Key(NAMESPACE, "", ns["metadata"]["name"]))
-        elif (
+            return
+        if (
             self.cache.policies.cache
             and old is not None
             and ns["metadata"].get("labels") != old["metadata"].get("labels")
@@ -232,7 +240,12 @@ class SyncLoop:
     async def reconcile(self, key: Key) -> None:
         await self.leadership.leading.wait()
         if key.kind == NAMESPACE:
-            await self.cleaner.namespace(key.name, self.progress.stale())
+            await self.cache.namespaces.synced.wait()
+            hub_namespace = self.cache.namespaces.get(key.name)
+            if hub_namespace is None:
+                await self.cleaner.namespace(key.name, self.progress.stale())
+            else:
+                await self.applier.copy_namespace(hub_namespace, self.progress.stale())
             return
         kind, cached = self.cache.kinds.get(key.kind), self.cache.get(key)
         if kind is None or cached is None:
@@ -240,6 +253,8 @@ class SyncLoop:
             await self.cleaner.orphans(key)
             return
         hub = kind.typed(cached)  # cached: read-only
+        if CLEANUP in (hub["metadata"].get("finalizers") or []):
+            self.children.watch_kind(kind)  # placed once: its children are ours to find
         children = self.children.of(key, hub["metadata"]["uid"])
         if hub["metadata"].get("deletionTimestamp"):
             if self.handoff is not None:
