@@ -228,7 +228,7 @@ def test_a_follower_says_where_it_went_and_what_it_left_once_per_reason() -> Non
 
 def test_every_following_role_is_covered() -> None:
     # A new role that follows something must be taught to `companions` and to the schema.
-    following = {r for r in Role if r not in (Role.WORKLOAD, Role.CUSTOM)}
+    following = {r for r in Role if r not in (Role.WORKLOAD, Role.ASKED)}
     assert following == set(along.FOLLOWING)
 
 

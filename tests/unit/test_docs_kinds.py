@@ -9,9 +9,10 @@ from pathlib import Path
 from apiserver.kinds import ALL
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "strategy.md"
-# Rows for kinds a loop of its own handles, not registry entries: a ServiceExport is a CRD of
-# the Multi-Cluster Services API that the exports loop reads.
-ELSEWHERE = {"ServiceExport"}
+# Rows for kinds handled elsewhere, not registry entries: a ServiceExport is a CRD of the
+# Multi-Cluster Services API that the exports loop reads; a Namespace is made in a child by
+# the sync loop for what goes into it.
+ELSEWHERE = {"ServiceExport", "Namespace"}
 
 
 def documented_kinds() -> set[str]:
