@@ -72,7 +72,11 @@ class HubCache:
     def _informer(self, key: str, kind: Kind) -> Informer:
         async def changed(event: str, obj: Obj, old: Obj | None) -> None:
             for handler in self._handlers:
-                await handler(key, event, obj, old)
+                try:
+                    await handler(key, event, obj, old)
+                except Exception:  # one loop's failure must not keep the change from the others
+                    name = (obj.get("metadata") or {}).get("name")
+                    log.exception("%s: %s failed on %s %s", key, handler, event, name)
 
         return Informer(self.hub, kind.collection, changed)
 

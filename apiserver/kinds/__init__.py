@@ -55,6 +55,8 @@ from apiserver.kinds.policy import PODDISRUPTIONBUDGET
 from apiserver.kinds.workloads import DAEMONSET, DEPLOYMENT, REPLICASET, STATEFULSET
 from apiserver.objects import ReadOnly
 
+OURS = "kmc.dev"  # the API group of kubectl-mc's own kinds, and its sub-groups
+
 __all__ = [
     "ALL",
     "CLUSTERROLE",
@@ -117,13 +119,15 @@ VIEWS: dict[str, Kind] = {k.plural: k for k in ALL if k.view is not None}
 
 def of_crd(crd: ReadOnly) -> Kind | None:
     """The kind a CRD serves (its storage version), namespaced or cluster-scoped; None when
-    it has no storage version."""
+    it has no storage version, or it is one of ours."""
     spec = crd.get("spec") or {}
     version = next((v["name"] for v in spec.get("versions", []) if v.get("storage")), None)
     scope = spec.get("scope")
     if scope not in ("Namespaced", "Cluster") or version is None:
         return None
     group, names = spec["group"], spec["names"]
+    if group == OURS or group.endswith(f".{OURS}"):
+        return None  # our own kinds (Locations, PlacementPolicies, APIImports) stay the hub's
     return Kind(
         f"{names['kind']}.{group}",
         names["kind"],

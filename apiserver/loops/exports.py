@@ -124,6 +124,8 @@ class ExportsLoop:
         return self.cache.get(Key(EXPORT, namespace, name)) is not None
 
     async def _on_hub_object(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
+        if kind not in (EXPORT, SERVICE.key):
+            return  # cluster-scoped kinds too come here: none of ours
         meta = obj["metadata"]
         key = Exported(meta["namespace"], meta["name"])
         if kind == EXPORT:

@@ -784,7 +784,8 @@ def ensure_crds(cluster: Cluster, docs: list[Any], what: str) -> None:
     def established() -> bool:
         for name in names:
             resp = client.request("GET", f"{crds}/{name}")
-            conditions = resp.json().get("status", {}).get("conditions", [])
+            # A CRD just created may have no status, or a status without conditions, yet.
+            conditions = (resp.json().get("status") or {}).get("conditions") or []
             if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
                 return False
         return True

@@ -176,3 +176,13 @@ async def test_an_export_without_its_service_says_so_and_writes_nowhere() -> Non
         ("Valid", "False", "ServiceNotFound"),
         ("Ready", "False", "ServiceNotFound"),
     ]
+
+
+async def test_a_cluster_scoped_objects_change_is_nothing_to_it() -> None:
+    """The hub cache tells every loop of every kind's changes, cluster-scoped ones too: a
+    ClusterRole has no namespace, and must not stop the handlers after this one."""
+    hub = Recording("hub")
+    loop = ExportsLoop(hub_with(hub, []), lambda n: None, Leadership.solo())
+    role = {"metadata": {"name": "reader"}}
+    await loop._on_hub_object("ClusterRole.rbac.authorization.k8s.io", "ADDED", role, None)
+    assert len(loop.queue) == 0

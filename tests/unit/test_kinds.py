@@ -63,3 +63,17 @@ def test_a_crd_kind_joins_with_its_storage_version(
     kind = of_crd(crd)
     assert (kind and (kind.key, kind.api_version, kind.role, kind.namespaced)) == expected
     assert kind is None or kind.custom  # takes no strategic merge patch
+
+
+@pytest.mark.parametrize("group", ["kmc.dev", "mc.kmc.dev"])
+def test_our_own_crds_are_never_kinds_to_place(group: str) -> None:
+    """A Location or a PlacementPolicy is the hub's own: no strategy on one sends it down."""
+    crd = {
+        "spec": {
+            "group": group,
+            "scope": "Cluster",
+            "names": {"kind": "Location", "plural": "locations"},
+            "versions": [{"name": "v1alpha1", "storage": True}],
+        }
+    }
+    assert of_crd(crd) is None
