@@ -7,7 +7,8 @@ raises `OverrideError` naming the rule (where it was written, its index and key)
 problem; the caller keeps the location's child as it was.
 
 The placement owns `spec.replicas` (a location's share): a rule that would change it is
-refused here, whatever its key, as well as at the door (`rules.py`).
+refused here, whatever its key, as well as at the door (`rules.py`). So is a rule that would
+make it another object (apiVersion, kind, name, namespace).
 
 Container rules find the pod template by the object's shape, not its kind: a Pod's own spec,
 `spec.template` (Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs) or
@@ -58,7 +59,7 @@ def apply_rules(
     """`obj` as `location` (with its Location `labels`) gets it after `rules`, in order."""
     result: Obj = copy.deepcopy(dict(obj))
     for rule in rules:
-        before = _replicas(result)
+        before, identity = _replicas(result), _identity(result)
         try:
             result = _apply(result, rule, location, labels)
         except (_Problem, PatchError, variables.VariableError) as err:
@@ -67,7 +68,17 @@ def apply_rules(
             raise OverrideError(
                 rule, "it changes spec.replicas, which is the placement's (set by the strategy)"
             )
+        if _identity(result) != identity:
+            raise OverrideError(
+                rule, "it changes which object this is (apiVersion, kind, name or namespace)"
+            )
     return result
+
+
+def _identity(obj: Obj) -> tuple[Any, ...]:
+    metadata = obj.get("metadata")
+    meta = metadata if isinstance(metadata, dict) else {}
+    return obj.get("apiVersion"), obj.get("kind"), meta.get("name"), meta.get("namespace")
 
 
 _ABSENT = object()

@@ -5,6 +5,13 @@ Server-side apply with field manager `kmc-sync`. An apply of what the child alre
 we last applied it, is skipped: a child's status change re-queues its hub object, and most
 looks change nothing.
 
+A location's overrides (the hub object's `kmc.dev/overrides`, `overrides/`) are part of the
+child made for it, so the digest that spares an apply, and with it drift correction, is of
+the overridden object. A rule that fails there leaves that child as it was (no apply, no
+retry: a change of the hub object or of the Location brings it back), says so in the
+object's record for the fold's `Overridden=False` condition, and posts a Warning Event once
+per new failure. The other locations go on.
+
 A child whose size its own autoscaler sets (`held`: a hub HPA targets the workload and is
 placed there too) is applied without `spec.replicas`, so the autoscaler's writes are never
 reverted. Server-side apply resets a field its last owner stops sending, so before `kmc-sync`
@@ -16,13 +23,21 @@ with its share, the hub's `spec.replicas` divided: the size it starts at.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 import msgspec
 
-from apiserver.contract import ORIGIN, SCALE_HANDOVER_MANAGER, SYNC_MANAGER, Placement
+from apiserver.contract import (
+    ORIGIN,
+    OVERRIDE_FAILED,
+    OVERRIDES,
+    SCALE_HANDOVER_MANAGER,
+    SYNC_MANAGER,
+    Placement,
+)
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Change, Key, Kind
 from apiserver.kube import events
@@ -30,6 +45,9 @@ from apiserver.kube.client import ApiError
 from apiserver.loops.sync.children import Children, ChildWatch
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
+from apiserver.overrides.annotation import Entry, parse_overrides, rules_for
+from apiserver.overrides.apply import OverrideError
+from apiserver.overrides.rules import Rule, RuleError
 from apiserver.placement.policy import constraints
 from apiserver.sync.desired import child_object, spec_of
 
@@ -65,9 +83,16 @@ class Applier:
         namespace = meta.get("namespace")  # None: cluster-scoped (a PriorityClass)
         labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
         added = constraints(self.cache.policies_for(namespace)) if namespace else None
-        desired = child_object(hub, kind, location, shares, labels, added)
-        current = watch.get(key)
         record = self.records.of(key)
+        try:
+            rules = overrides_for(hub, location, labels or {})
+            desired = child_object(hub, kind, location, shares, labels, added, rules)
+        except (RuleError, OverrideError) as err:
+            self._override_failed(key, hub, location, str(err))
+            return True  # left as it was; a change of the object or the Location retries
+        if record.override_failures.pop(location, None) is not None:
+            log.info("%s: overrides apply in %s again", key, location)
+        current = watch.get(key)
         held = held and current is not None
         if held:
             spec_of(desired).pop("replicas", None)
@@ -116,6 +141,19 @@ class Applier:
         )
         await watch.observe(kind, answer)
         return True
+
+    def _override_failed(self, key: Key, hub: Obj, location: str, why: str) -> None:
+        record = self.records.of(key)
+        if record.override_failures.get(location) == why:
+            return
+        record.override_failures[location] = why
+        log.warning("%s: overrides do not apply in %s: %s", key, location, why)
+        self.events.post(
+            hub,
+            "Warning",
+            OVERRIDE_FAILED,
+            f"overrides not applied in {location}, its copy is left as it was: {why}",
+        )
 
     async def _release(self, key: Key, kind: Kind, watch: ChildWatch, child: Obj) -> bool:
         """Hold the child's current spec.replicas under the handover manager, so that our
@@ -188,6 +226,27 @@ class Applier:
         self.records.of(key).gone_from(location)
         log.info("%s: removed from %s", key, location)
         return True
+
+
+def overrides_for(hub: Obj, location: str, labels: Mapping[str, str]) -> tuple[Rule, ...]:
+    """The rules of the hub object's `kmc.dev/overrides` for `location`, in order; a
+    malformed annotation (one that got past the webhook) raises `RuleError`."""
+    text = (hub["metadata"].get("annotations") or {}).get(OVERRIDES)
+    if not text:
+        return ()
+    parsed = _parsed(text)
+    if isinstance(parsed, str):
+        raise RuleError(parsed)
+    return rules_for(parsed, location, labels)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> tuple[Entry, ...] | str:
+    """Annotations parse once, not once per location and look (a str: why it does not)."""
+    try:
+        return parse_overrides(text)
+    except RuleError as err:
+        return str(err)
 
 
 def _wears(child: Obj, desired: Obj) -> bool:

@@ -215,6 +215,11 @@ def test_failures_name_the_rule(rules: list[Any], message: str) -> None:
         apply(rules)
 
 
+def test_a_rule_cannot_rename_the_object() -> None:
+    with pytest.raises(OverrideError, match="which object this is"):
+        apply([{"patch": [{"op": "replace", "path": "/metadata/name", "value": "x"}]}])
+
+
 def test_container_rules_need_a_pod_template() -> None:
     with pytest.raises(OverrideError, match="no pod template"):
         apply([{"env": {"set": {"A": "1"}}}], configmap("a: 1"))
