@@ -2,7 +2,8 @@
 
     {"<location name or label selector>": [rules], ...}
 
-A key that reads as a label selector (it has one of `= ! ( ) , < >` or a space:
+The key `*` (or "", the empty label selector) selects every location. A key that reads as a
+label selector (it has one of `= ! ( ) , < >` or a space:
 `topology.kubernetes.io/region=us`, `tier in (edge)`, `!gpu`) selects Locations by their
 labels; any other key is a location's name. A location gets the rules of every key that
 selects it, in the order the keys are written, each key's rules in their own order.
@@ -52,15 +53,18 @@ def parse_overrides(text: str) -> tuple[Entry, ...]:
     for key, rules in value.items():
         source = f"{OVERRIDES}[{json.dumps(key)}]"
         selector = None
-        if _SELECTOR.search(key):
+        if key in ("*", ""):
+            selector = LabelSelectorQuery()  # selects everything
+        elif _SELECTOR.search(key):
             try:
                 selector = parse_selector(key)
             except LabelSyntaxError as err:
                 raise RuleError(f"{source}: not a label selector: {err}") from None
         elif not _LOCATION_NAME.fullmatch(key):
             raise RuleError(
-                f"{source}: neither a location name (a lowercase RFC 1123 subdomain) nor a "
-                "label selector (such as topology.kubernetes.io/region=us)"
+                f"{source}: neither a location name (a lowercase RFC 1123 subdomain), nor a "
+                'label selector (such as topology.kubernetes.io/region=us), nor "*" (every '
+                "location)"
             )
         entries.append(Entry(key, selector, parse_rules(rules, source)))
     return tuple(entries)

@@ -93,17 +93,20 @@ def test_annotation_keys_are_names_or_selectors() -> None:
             "us-west": [{"labels": {"set": {"a": "1"}}}],
             "topology.kubernetes.io/region=us": [{"labels": {"set": {"b": "1"}}}],
             "tier in (edge),!gpu": [{"labels": {"set": {"c": "1"}}}],
+            "*": [{"labels": {"set": {"d": "1"}}}],
         }
     )
     entries = parse_overrides(text)
-    assert [e.selector is None for e in entries] == [True, False, False]
+    assert [e.selector is None for e in entries] == [True, False, False, False]
     us_west = rules_for(entries, "us-west", {"topology.kubernetes.io/region": "us"})
     assert [r.source for r in us_west] == [
         'kmc.dev/overrides["us-west"][0]',
         'kmc.dev/overrides["topology.kubernetes.io/region=us"][0]',
+        'kmc.dev/overrides["*"][0]',
     ]
-    assert rules_for(entries, "eu-west", {"topology.kubernetes.io/region": "eu"}) == ()
-    assert len(rules_for(entries, "edge-1", {"tier": "edge"})) == 1
+    eu = rules_for(entries, "eu-west", {"topology.kubernetes.io/region": "eu"})
+    assert [r.source for r in eu] == ['kmc.dev/overrides["*"][0]']
+    assert len(rules_for(entries, "edge-1", {"tier": "edge"})) == 2
 
 
 @pytest.mark.parametrize(

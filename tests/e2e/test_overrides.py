@@ -1,0 +1,173 @@
+"""Per-location overrides, the one-off form (`kmc.dev/overrides`), on the real bed with plain
+kubectl: each location's child gets its rules; a hand edit is put back to the overridden form;
+a rule that cannot apply in one location leaves that child as it was and says so on the hub
+(condition and Event) while the others go on; a malformed annotation is refused at the door;
+removing the annotation returns every child to the plain object."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kmc_testbed import bed
+
+from .conftest import CHILDREN, Kubectl
+from .test_placement import events_of, wait_placement
+from .test_sync import child_deployments
+from .test_testbed import deployment
+
+OVERRIDES = "kmc.dev/overrides"
+IMAGE = "registry.example/web:1"  # the e2e Deployment's image
+TIMEOUT = 180.0  # CI shares two cores with fifteen control-plane processes
+
+
+def web(overrides: dict[str, Any] | None) -> dict[str, Any]:
+    obj = deployment("web", 3)
+    if overrides is not None:
+        obj["metadata"]["annotations"] = {OVERRIDES: json.dumps(overrides)}
+    return obj
+
+
+def container(child: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = child["spec"]["template"]["spec"]["containers"][0]
+    return found
+
+
+def env(child: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in container(child).get("env") or []}
+
+
+def wait_for(
+    kubectl: dict[str, Kubectl],
+    namespace: str,
+    ok: Callable[[dict[str, Any]], bool],
+    what: str,
+    timeout: float = TIMEOUT,
+) -> dict[str, Any]:
+    """The children by location once every location has one and `ok` holds for them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        children = child_deployments(kubectl, "web", namespace)
+        if set(children) == set(CHILDREN) and ok(children):
+            return children
+        shown = {loc: (container(c)["image"], env(c)) for loc, c in children.items()}
+        assert time.monotonic() < deadline, f"{what}: the children stayed {shown}"
+        time.sleep(0.5)
+
+
+def overridden(hub: Kubectl, namespace: str) -> dict[str, Any]:
+    status = hub.json("get", "deployment", "web", "-n", namespace).get("status") or {}
+    return next((c for c in status.get("conditions") or [] if c["type"] == "Overridden"), {})
+
+
+def wait_overridden(
+    hub: Kubectl, namespace: str, ok: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        condition = overridden(hub, namespace)
+        if condition and ok(condition):
+            return condition
+        assert time.monotonic() < deadline, f"Overridden stayed {condition}"
+        time.sleep(0.5)
+
+
+FIRST = {
+    "*": [{"env": {"set": {"SITE": "${location.name}"}}}],
+    "us-west": [{"image": {"registry": "mirror.us-west.example"}}],
+    "topology.kubernetes.io/region=us": [
+        {"labels": {"set": {"geo": "${location.labels['topology.kubernetes.io/region']}"}}}
+    ],
+}
+
+
+def first_form(children: dict[str, Any]) -> bool:
+    images = {loc: container(c)["image"] for loc, c in children.items()}
+    geo = {loc: (c["metadata"].get("labels") or {}).get("geo") for loc, c in children.items()}
+    return (
+        all(env(c) == {"SITE": loc} for loc, c in children.items())
+        and images
+        == {"us-west": "mirror.us-west.example/web:1", "us-east": IMAGE, "eu-west": IMAGE}
+        and geo == {"us-west": "us", "us-east": "us", "eu-west": None}
+    )
+
+
+def test_overrides_per_location_drift_failure_refusal_and_removal(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(web(FIRST), namespace)
+    wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+    children = wait_for(kubectl, namespace, first_form, "first overrides")
+    assert all(OVERRIDES not in (c["metadata"].get("annotations") or {}) for c in children.values())
+    assert children["us-west"]["spec"]["replicas"] == 1  # the share, untouched
+    wait_overridden(hub, namespace, lambda c: c["status"] == "True")
+
+    # Drift: a hand edit in a child is put back to the overridden form, not the plain one.
+    west = kubectl["us-west"]
+    west.run("set", "env", "deployment/web", "-n", namespace, "SITE=by-hand")
+    west.run("set", "image", "deployment/web", "-n", namespace, f"web={IMAGE}")
+    wait_for(kubectl, namespace, first_form, "after a hand edit in us-west", timeout=60)
+
+    # A rule that cannot apply in eu-west: that child stays as it was, the others move on.
+    failing = {
+        "*": [{"env": {"set": {"SITE": "v2-${location.name}"}}}],
+        "eu-west": [{"patch": [{"op": "replace", "path": "/spec/nope", "value": 1}]}],
+    }
+    hub.run(
+        "annotate", "--overwrite", "deployment/web", "-n", namespace,
+        f"{OVERRIDES}={json.dumps(failing)}",
+    )  # fmt: skip
+    children = wait_for(
+        kubectl,
+        namespace,
+        lambda cs: (
+            env(cs["us-east"]) == {"SITE": "v2-us-east"}
+            and env(cs["us-west"]) == {"SITE": "v2-us-west"}
+        ),
+        "the locations whose rules apply",
+    )
+    condition = wait_overridden(hub, namespace, lambda c: c["status"] == "False")
+    assert condition["reason"] == "OverrideFailed"
+    message = condition["message"]
+    assert "in eu-west" in message and 'kmc.dev/overrides["eu-west"][0] (patch)' in message
+    assert "replace /spec/nope: no such path" in message
+    assert "us-east" not in message and "us-west" not in message
+    eu = child_deployments(kubectl, "web", namespace)["eu-west"]
+    assert env(eu) == {"SITE": "eu-west"}  # its last good copy
+    assert (eu["metadata"].get("labels") or {}).get("geo") is None
+    deadline = time.monotonic() + TIMEOUT
+    while not any(
+        e["reason"] == "OverrideFailed" and e["type"] == "Warning" and "eu-west" in e["message"]
+        for e in events_of(hub, namespace, "web")
+    ):
+        assert time.monotonic() < deadline, "no OverrideFailed Event on the hub Deployment"
+        time.sleep(0.5)
+
+    # Malformed: refused by `kubectl apply` at the door, naming the field; nothing changes.
+    refused = hub.run(
+        "apply", "-n", namespace, "-f", "-",
+        stdin=json.dumps(web({"us-west": [{"imagee": {"tag": "2"}}]})), check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "denied the request" in refused.stderr
+    assert 'kmc.dev/overrides["us-west"][0]: unknown rule "imagee"' in refused.stderr
+    kept = hub.json("get", "deployment", "web", "-n", namespace)["metadata"]["annotations"]
+    assert json.loads(kept[OVERRIDES]) == failing
+
+    # Removed: every child returns to the plain object, and the failure is over.
+    hub.run("annotate", "deployment/web", "-n", namespace, f"{OVERRIDES}-")
+    wait_for(
+        kubectl,
+        namespace,
+        lambda cs: all(
+            env(c) == {}
+            and container(c)["image"] == IMAGE
+            and "geo" not in (c["metadata"].get("labels") or {})
+            for c in cs.values()
+        ),
+        "after the annotation was removed",
+    )
+    condition = wait_overridden(hub, namespace, lambda c: c["status"] == "True")
+    assert condition["reason"] == "NoOverrides"
