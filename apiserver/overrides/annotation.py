@@ -11,10 +11,12 @@ selects it, in the order the keys are written, each key's rules in their own ord
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from apiserver.contract import OVERRIDES
 from apiserver.labels import LabelSelectorQuery, LabelSyntaxError, parse_selector
@@ -77,3 +79,26 @@ def rules_for(
     return tuple(
         rule for entry in entries if entry.selects(location, labels) for rule in entry.rules
     )
+
+
+def overrides_for(
+    hub: Mapping[str, Any], location: str, labels: Mapping[str, str]
+) -> tuple[Rule, ...]:
+    """The rules of a hub object's `kmc.dev/overrides` for `location`, in order; a malformed
+    annotation (one that got past the webhook) raises `RuleError`."""
+    text = ((hub.get("metadata") or {}).get("annotations") or {}).get(OVERRIDES)
+    if not text:
+        return ()
+    parsed = _parsed(text)
+    if isinstance(parsed, str):
+        raise RuleError(parsed)
+    return rules_for(parsed, location, labels)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> tuple[Entry, ...] | str:
+    """Annotations parse once, not once per location and look (a str: why it does not)."""
+    try:
+        return parse_overrides(text)
+    except RuleError as err:
+        return str(err)

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from apiserver.contract import ORIGIN, OURS, Placement
 from apiserver.objects import Obj, ReadOnly
+from apiserver.overrides.annotation import overrides_for
 from apiserver.overrides.apply import apply_rules
 from apiserver.overrides.rules import Rule
 from apiserver.placement.policy import Constraints, constrain
@@ -87,6 +88,22 @@ def child_object(
     if isinstance(pod_spec, dict) and added:
         constrain(pod_spec, added)
     return child
+
+
+def location_child(
+    hub: ReadOnly,
+    kind: ChildKind,
+    location: str,
+    placement: Mapping[str, int | None],
+    location_labels: Mapping[str, str] | None = None,
+    added: Constraints | None = None,
+) -> Obj:
+    """What `location` gets: `child_object` with the location's rules from the hub object's
+    own `kmc.dev/overrides`. The sync loop applies it; `kubectl mc diff` shows it. Raises
+    `RuleError` (an annotation that does not parse) or `OverrideError` (a rule that cannot
+    apply here)."""
+    rules = overrides_for(hub, location, location_labels or {})
+    return child_object(hub, kind, location, placement, location_labels, added, rules)
 
 
 # --- metadata ---------------------------------------------------------------------------------

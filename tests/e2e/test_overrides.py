@@ -171,3 +171,36 @@ def test_overrides_per_location_drift_failure_refusal_and_removal(
     )
     condition = wait_overridden(hub, namespace, lambda c: c["status"] == "True")
     assert condition["reason"] == "NoOverrides"
+
+
+def test_mc_diff_shows_what_each_location_gets(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    obj = web(None)
+    obj["metadata"]["annotations"] = {"kmc.dev/strategy": json.dumps({"type": "Replicate"})}
+    hub.apply(obj, namespace)
+    wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+    same = hub.mc("diff", "web", "-n", namespace, check=False)
+    assert (same.returncode, same.stdout) == (0, ""), same.stderr  # a full copy everywhere
+    hub.run(
+        "annotate", "deployment/web", "-n", namespace,
+        f"{OVERRIDES}={json.dumps({'us-west': [{'env': {'set': {'SITE': '${location.name}'}}}]})}",
+    )  # fmt: skip
+    deadline = time.monotonic() + TIMEOUT
+    while (shown := hub.mc("diff", "deployment/web", "-n", namespace, check=False)).returncode != 1:
+        assert shown.returncode == 0, shown.stderr
+        assert time.monotonic() < deadline, "kubectl mc diff never saw the annotation"
+        time.sleep(0.5)
+    assert "+++ deployment.apps/web (us-west)" in shown.stdout
+    assert "+        - name: SITE\n+          value: us-west\n" in shown.stdout
+    assert "(us-east)" not in shown.stdout and "(eu-west)" not in shown.stdout
+    one = hub.mc("diff", "web", "-n", namespace, "--location", "eu-west", check=False)
+    assert (one.returncode, one.stdout) == (0, "")
+    nowhere = hub.mc("diff", "web", "-n", namespace, "--location", "mars", check=False)
+    assert nowhere.returncode == 2 and "has no copy in mars" in nowhere.stderr
+    # What the diff shows is what the child holds.
+    children = wait_for(
+        kubectl, namespace, lambda cs: env(cs["us-west"]) == {"SITE": "us-west"}, "diffed"
+    )
+    assert env(children["eu-west"]) == {}

@@ -23,17 +23,15 @@ with its share, the hub's `spec.replicas` divided: the size it starts at.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 
 import msgspec
 
 from apiserver.contract import (
     ORIGIN,
     OVERRIDE_FAILED,
-    OVERRIDES,
     SCALE_HANDOVER_MANAGER,
     SYNC_MANAGER,
     Placement,
@@ -45,11 +43,10 @@ from apiserver.kube.client import ApiError
 from apiserver.loops.sync.children import Children, ChildWatch
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
-from apiserver.overrides.annotation import Entry, parse_overrides, rules_for
 from apiserver.overrides.apply import OverrideError
-from apiserver.overrides.rules import Rule, RuleError
+from apiserver.overrides.rules import RuleError
 from apiserver.placement.policy import constraints
-from apiserver.sync.desired import child_object, spec_of
+from apiserver.sync.desired import location_child, spec_of
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +82,7 @@ class Applier:
         added = constraints(self.cache.policies_for(namespace)) if namespace else None
         record = self.records.of(key)
         try:
-            rules = overrides_for(hub, location, labels or {})
-            desired = child_object(hub, kind, location, shares, labels, added, rules)
+            desired = location_child(hub, kind, location, shares, labels, added)
         except (RuleError, OverrideError) as err:
             self._override_failed(key, hub, location, str(err))
             return True  # left as it was; a change of the object or the Location retries
@@ -226,27 +222,6 @@ class Applier:
         self.records.of(key).gone_from(location)
         log.info("%s: removed from %s", key, location)
         return True
-
-
-def overrides_for(hub: Obj, location: str, labels: Mapping[str, str]) -> tuple[Rule, ...]:
-    """The rules of the hub object's `kmc.dev/overrides` for `location`, in order; a
-    malformed annotation (one that got past the webhook) raises `RuleError`."""
-    text = (hub["metadata"].get("annotations") or {}).get(OVERRIDES)
-    if not text:
-        return ()
-    parsed = _parsed(text)
-    if isinstance(parsed, str):
-        raise RuleError(parsed)
-    return rules_for(parsed, location, labels)
-
-
-@functools.lru_cache(maxsize=1024)
-def _parsed(text: str) -> tuple[Entry, ...] | str:
-    """Annotations parse once, not once per location and look (a str: why it does not)."""
-    try:
-        return parse_overrides(text)
-    except RuleError as err:
-        return str(err)
 
 
 def _wears(child: Obj, desired: Obj) -> bool:

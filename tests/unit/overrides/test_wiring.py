@@ -10,10 +10,9 @@ import pytest
 
 from apiserver.contract import ORIGIN, OVERRIDDEN, OVERRIDES
 from apiserver.kinds import ALL, PLACED, Kind
-from apiserver.loops.sync.apply import overrides_for
 from apiserver.overrides.apply import OverrideError
 from apiserver.overrides.rules import RuleError
-from apiserver.sync.desired import child_object
+from apiserver.sync.desired import location_child
 from apiserver.sync.status import fold
 
 US = {"topology.kubernetes.io/region": "us"}
@@ -48,8 +47,7 @@ def hub(overrides: Any = None, **annotations: str) -> dict[str, Any]:
 
 
 def child(obj: dict[str, Any], location: str, labels: dict[str, str]) -> dict[str, Any]:
-    rules = overrides_for(obj, location, labels)
-    return child_object(obj, entry("Deployment"), location, {location: 2}, labels, None, rules)
+    return location_child(obj, entry("Deployment"), location, {location: 2}, labels)
 
 
 def test_each_location_gets_its_own_rules_with_its_share() -> None:
