@@ -156,6 +156,34 @@ def test_overrides_per_location_drift_failure_refusal_and_removal(
     kept = hub.json("get", "deployment", "web", "-n", namespace)["metadata"]["annotations"]
     assert json.loads(kept[OVERRIDES]) == failing
 
+    # A result the child refuses (a cpu limit below the container's request) is the rules'
+    # failure too: us-east keeps its last good copy, the others go on.
+    refused_there = {
+        "*": [{"env": {"set": {"SITE": "v3-${location.name}"}}}],
+        "us-east": [{"resources": {"limits": {"cpu": "10m"}}}],
+    }
+    hub.run(
+        "annotate", "--overwrite", "deployment/web", "-n", namespace,
+        f"{OVERRIDES}={json.dumps(refused_there)}",
+    )  # fmt: skip
+    children = wait_for(
+        kubectl,
+        namespace,
+        lambda cs: (
+            env(cs["us-west"]) == {"SITE": "v3-us-west"}
+            and env(cs["eu-west"]) == {"SITE": "v3-eu-west"}
+        ),
+        "the locations that take their rules",
+    )
+    condition = wait_overridden(
+        hub, namespace, lambda c: c["status"] == "False" and "in us-east" in c["message"]
+    )
+    assert 'refuses what its rules kmc.dev/overrides["*"][0] (env), ' in condition["message"]
+    assert "eu-west" not in condition["message"]
+    east = child_deployments(kubectl, "web", namespace)["us-east"]
+    assert env(east) == {"SITE": "v2-us-east"}
+    assert "limits" not in container(east).get("resources", {})
+
     # Removed: every child returns to the plain object, and the failure is over.
     hub.run("annotate", "deployment/web", "-n", namespace, f"{OVERRIDES}-")
     wait_for(

@@ -43,10 +43,11 @@ from apiserver.kube.client import ApiError
 from apiserver.loops.sync.children import Children, ChildWatch
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
+from apiserver.overrides.annotation import overrides_for
 from apiserver.overrides.apply import OverrideError
 from apiserver.overrides.rules import RuleError
-from apiserver.placement.policy import constraints
-from apiserver.sync.desired import location_child, spec_of
+from apiserver.placement.policy import Constraints, constraints
+from apiserver.sync.desired import child_object, location_child, spec_of
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,11 @@ class Applier:
         except ApiError as err:
             if err.code == 404 and namespace:
                 watch.namespaces.discard(namespace)  # deleted behind our back
+            if err.code in (400, 422) and await self._overrides_refused(
+                key, kind, hub, location, shares, added, held
+            ):
+                self._override_failed(key, hub, location, _refusal(hub, location, labels, err))
+                return True  # left as it was, as for a rule that fails here
             log.warning("%s: applying to %s failed: %s", key, location, err)
             return False
         record.written[location] = (digest, _version(answer))
@@ -136,6 +142,35 @@ class Applier:
             int(answer.get("metadata", {}).get("generation", 0)),
         )
         await watch.observe(kind, answer)
+        return True
+
+    async def _overrides_refused(
+        self,
+        key: Key,
+        kind: Kind,
+        hub: Obj,
+        location: str,
+        shares: Placement,
+        added: Constraints | None,
+        held: bool,
+    ) -> bool:
+        """The child refused what we sent: was it the overrides? Only if the location has
+        some and the same object without them passes a dry run there."""
+        watch = self.children.get(location)
+        labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
+        if watch is None or not overrides_for(hub, location, labels or {}):
+            return False
+        plain = child_object(hub, kind, location, shares, labels, added)
+        if held:
+            spec_of(plain).pop("replicas", None)
+        meta = hub["metadata"]
+        try:
+            await watch.kube.apply(
+                kind.path(meta.get("namespace"), meta["name"]), plain, SYNC_MANAGER, dry_run=True
+            )
+        except ApiError:
+            return False  # refused without them too: not theirs
+        log.info("%s: %s refuses the object only with its overrides", key, location)
         return True
 
     def _override_failed(self, key: Key, hub: Obj, location: str, why: str) -> None:
@@ -222,6 +257,13 @@ class Applier:
         self.records.of(key).gone_from(location)
         log.info("%s: removed from %s", key, location)
         return True
+
+
+def _refusal(hub: Obj, location: str, labels: object, err: ApiError) -> str:
+    """Why a location refused its overridden child, naming the rules that applied there."""
+    found = labels if isinstance(labels, dict) else {}
+    rules = ", ".join(rule.name for rule in overrides_for(hub, location, found))
+    return f"the child in {location} refuses what its rules {rules} make: {err}"
 
 
 def _wears(child: Obj, desired: Obj) -> bool:
