@@ -232,3 +232,37 @@ def test_mc_diff_shows_what_each_location_gets(
         kubectl, namespace, lambda cs: env(cs["us-west"]) == {"SITE": "us-west"}, "diffed"
     )
     assert env(children["eu-west"]) == {}
+
+
+def test_a_move_carries_the_destinations_overrides(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    obj = web(
+        {
+            "us-east": [{"env": {"set": {"SITE": "east"}}}],
+            "eu-west": [{"image": {"registry": "mirror.eu.example"}}],
+        }
+    )
+    obj["metadata"]["annotations"]["kmc.dev/strategy"] = json.dumps(
+        {"type": "Split", "pin": ["us-east"]}
+    )
+    hub.apply(obj, namespace)
+    wait_placement(hub, "deployment", "web", namespace, lambda p: set(p) == {"us-east"})
+
+    def east_overridden() -> bool:
+        east = child_deployments(kubectl, "web", namespace).get("us-east")
+        return east is not None and env(east) == {"SITE": "east"}
+
+    deadline = time.monotonic() + TIMEOUT
+    while not east_overridden():
+        assert time.monotonic() < deadline, "us-east never got its override"
+        time.sleep(0.5)
+    hub.mc(
+        "move", "deployment/web", "--to", "eu-west", "--wait", "--timeout", "5m", "-n", namespace
+    )
+    children = child_deployments(kubectl, "web", namespace)
+    assert set(children) == {"eu-west"}
+    moved = container(children["eu-west"])
+    assert moved["image"] == "mirror.eu.example/web:1"
+    assert "env" not in moved  # us-east's rule stayed with us-east

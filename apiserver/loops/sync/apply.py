@@ -87,8 +87,6 @@ class Applier:
         except (RuleError, OverrideError) as err:
             self._override_failed(key, hub, location, str(err))
             return True  # left as it was; a change of the object or the Location retries
-        if record.override_failures.pop(location, None) is not None:
-            log.info("%s: overrides apply in %s again", key, location)
         current = watch.get(key)
         held = held and current is not None
         if held:
@@ -109,6 +107,7 @@ class Applier:
             if change is Change.REPLACE:
                 return await self.replace(key, kind, hub, location)
             if unchanged or change is Change.KEEP:
+                self._overrides_applied(key, location)
                 record.applied_in(
                     location,
                     int(meta.get("generation", 0)),
@@ -135,6 +134,7 @@ class Applier:
                 return True  # left as it was, as for a rule that fails here
             log.warning("%s: applying to %s failed: %s", key, location, err)
             return False
+        self._overrides_applied(key, location)
         record.written[location] = (digest, _version(answer))
         record.applied_in(
             location,
@@ -172,6 +172,12 @@ class Applier:
             return False  # refused without them too: not theirs
         log.info("%s: %s refuses the object only with its overrides", key, location)
         return True
+
+    def _overrides_applied(self, key: Key, location: str) -> None:
+        """The child holds what its rules make: a failure there is over. (Cleared only
+        then: a child that refuses the result fails again after its rules applied.)"""
+        if self.records.of(key).override_failures.pop(location, None) is not None:
+            log.info("%s: overrides apply in %s again", key, location)
 
     def _override_failed(self, key: Key, hub: Obj, location: str, why: str) -> None:
         record = self.records.of(key)

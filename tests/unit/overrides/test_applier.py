@@ -86,9 +86,11 @@ async def test_a_failing_rule_leaves_the_child_and_says_so_once() -> None:
 async def test_a_result_the_child_refuses_only_with_overrides_is_theirs() -> None:
     watch = Watch(None)
     watch.kube = Refusing()
-    ok, (_, records), posted = await apply_once(watch, LIMITED)
+    ok, (apply, records), posted = await apply_once(watch, LIMITED)
     assert ok
-    [plain] = watch.kube.dry_runs  # the same object without the rules passes a dry run
+    again = await apply.apply(WEB, DEPLOYMENT, hub(LIMITED), "us-east", {"us-east": 2}, ())
+    assert again and len(posted.events) == 1  # refused again: the same failure, said once
+    [plain, _] = watch.kube.dry_runs  # the same object without the rules passes a dry run
     assert "resources" not in plain["spec"]["template"]["spec"]["containers"][0]
     [why] = records.of(WEB).override_failures.values()
     assert 'kmc.dev/overrides["us-east"][0] (resources)' in why and "bad" in why
