@@ -10,7 +10,9 @@ child made for it, so the digest that spares an apply, and with it drift correct
 the overridden object. A rule that fails there leaves that child as it was (no apply, no
 retry: a change of the hub object or of the Location brings it back), says so in the
 object's record for the fold's `Overridden=False` condition, and posts a Warning Event once
-per new failure. The other locations go on.
+per new failure. The other locations go on. So does a result the child refuses only because
+of its rules: after a 400/422, the same object without them is dry-run there, and if that
+passes the refusal is the rules' (`_overrides_refused`).
 
 A child whose size its own autoscaler sets (`held`: a hub HPA targets the workload and is
 placed there too) is applied without `spec.replicas`, so the autoscaler's writes are never
