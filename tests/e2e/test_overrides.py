@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import yaml
+
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl
@@ -266,3 +268,79 @@ def test_a_move_carries_the_destinations_overrides(
     moved = container(children["eu-west"])
     assert moved["image"] == "mirror.eu.example/web:1"
     assert "env" not in moved  # us-east's rule stayed with us-east
+
+
+def test_the_other_rules_args_command_annotations_patch_and_a_yaml_field(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """Every rule type reaches the child it is meant for: args, command, annotations on the
+    pod template and a JSON patch on a Deployment; a YAML document inside a ConfigMap, written
+    back as YAML."""
+    hub = kubectl["hub"]
+    settings = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "settings",
+            "annotations": {
+                OVERRIDES: json.dumps(
+                    {
+                        "*": [
+                            {
+                                "field": {
+                                    "path": "/data/config.yaml",
+                                    "patch": [
+                                        {"op": "replace", "path": "/log/level", "value": "debug"},
+                                        {"op": "add", "path": "/site", "value": "${location.name}"},
+                                    ],
+                                }
+                            }
+                        ]
+                    }
+                )
+            },
+        },
+        "data": {"config.yaml": "log:\n  level: info\n"},
+    }
+    hub.apply(settings, namespace)
+    obj = web(
+        {
+            "*": [
+                {"args": {"append": ["--site=${location.name}"]}},
+                {"annotations": {"set": {"site": "${location.name}"}, "on": "template"}},
+                {"patch": [{"op": "add", "path": "/spec/minReadySeconds", "value": 1}]},
+            ],
+            "us-east": [{"command": {"replace": ["/bin/east"]}}],
+        }
+    )
+    pod = obj["spec"]["template"]["spec"]
+    pod["volumes"] = [{"name": "settings", "configMap": {"name": "settings"}}]
+    hub.apply(obj, namespace)
+
+    def right(children: dict[str, Any]) -> bool:
+        return all(
+            container(c).get("args") == [f"--site={loc}"]
+            and container(c).get("command") == (["/bin/east"] if loc == "us-east" else None)
+            and (c["spec"]["template"]["metadata"].get("annotations") or {}).get("site") == loc
+            and c["spec"].get("minReadySeconds") == 1
+            for loc, c in children.items()
+        )
+
+    wait_for(kubectl, namespace, right, "args, command, template annotations, patch")
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        found = {}
+        for loc in CHILDREN:
+            got = kubectl[loc].run(
+                "get", "configmap", "settings", "-n", namespace, "-o", "json", check=False
+            )
+            if got.returncode == 0:
+                found[loc] = json.loads(got.stdout)["data"]["config.yaml"]
+        if set(found) == set(CHILDREN) and all(
+            yaml.safe_load(text) == {"log": {"level": "debug"}, "site": loc}
+            and not text.lstrip().startswith("{")
+            for loc, text in found.items()
+        ):
+            break
+        assert time.monotonic() < deadline, f"the ConfigMap's copies stayed {found}"
+        time.sleep(0.5)
