@@ -96,13 +96,13 @@ def _apply(obj: Obj, rule: Rule, location: str, labels: Mapping[str, str]) -> Ob
     body = rule.body
     if rule.key == "patch":
         assert isinstance(body, tuple)
-        filled = variables.fill_all(list(body), location, labels)
+        filled = _filled(body, location, labels)
         result = apply_patch(obj, filled)
         if not isinstance(result, dict):
             raise _Problem("the patch must leave an object")
         return result
     if isinstance(body, FieldRule):
-        _field(obj, body, variables.fill_all(list(body.patch), location, labels))
+        _field(obj, body, _filled(body.patch, location, labels))
     elif isinstance(body, MetadataRule):
         _metadata(obj, rule.key, body, fill)
     elif isinstance(body, ImageRule):
@@ -130,6 +130,19 @@ def _apply(obj: Obj, rule: Rule, location: str, labels: Mapping[str, str]) -> Ob
                         raise _Problem(str(err)) from None
                     resources.setdefault(field, {})[name] = filled_value
     return obj
+
+
+def _filled(
+    operations: Sequence[Mapping[str, Any]], location: str, labels: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """JSON Patch operations with the variables in their values filled in; paths are
+    literal (a path made from a label would be a path nobody can read in the rule)."""
+    return [
+        {**op, "value": variables.fill_all(op["value"], location, labels)}
+        if "value" in op
+        else dict(op)
+        for op in operations
+    ]
 
 
 # --- containers ---------------------------------------------------------------------------------

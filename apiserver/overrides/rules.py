@@ -218,7 +218,7 @@ def parse_rule(value: Any, source: str) -> Rule:
         )
     where = f"{source}.{key}"
     try:
-        variables.check_all(body)
+        variables.check_all(_values(key, body))
     except variables.VariableError as err:
         raise RuleError(f"{where}: {err}") from None
     if key == "patch":
@@ -238,6 +238,19 @@ def parse_rule(value: Any, source: str) -> Rule:
         _check_labels(parsed, where)
     assert isinstance(parsed, Body)
     return Rule(key, parsed, source)
+
+
+def _values(key: str, body: Any) -> Any:
+    """What of a rule may hold variables: its values, not JSON Patch paths."""
+    if key == "patch":
+        operations = body
+    elif key == "field":
+        operations = body.get("patch") if isinstance(body, dict) else None
+    else:
+        return body
+    if not isinstance(operations, list):
+        return []  # refused below, by its shape
+    return [op.get("value") for op in operations if isinstance(op, dict)]
 
 
 def _check_operations(operations: Any, where: str) -> None:

@@ -215,6 +215,21 @@ def test_failures_name_the_rule(rules: list[Any], message: str) -> None:
         apply(rules)
 
 
+def test_patch_paths_are_literal_and_only_values_are_filled() -> None:
+    name = "${location.name}"
+    got = apply(
+        [
+            {
+                "patch": [
+                    {"op": "add", "path": "/metadata/annotations", "value": {"a": name}},
+                    {"op": "add", "path": f"/metadata/annotations/{name}", "value": name},
+                ]
+            }
+        ]
+    )
+    assert got["metadata"]["annotations"] == {"a": "us-west", name: "us-west"}
+
+
 def test_a_rule_cannot_rename_the_object() -> None:
     with pytest.raises(OverrideError, match="which object this is"):
         apply([{"patch": [{"op": "replace", "path": "/metadata/name", "value": "x"}]}])
