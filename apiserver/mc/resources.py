@@ -367,6 +367,13 @@ CHILDREN = Subresource(
                             "x-kubernetes-preserve-unknown-fields": True,
                             "description": "The child object the sync loop applies there.",
                         },
+                        "rules": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "The override rules that apply there, in order, "
+                            'each named where it is written: kmc.dev/overrides["us-west"][0] '
+                            "(env).",
+                        },
                         "error": _str(
                             "Why the location's overrides do not apply (its child is left as "
                             "it was); object is absent then."

@@ -4,7 +4,8 @@ Read-only. For every location of the object's placement (the hub's `kmc.dev/plac
 child the sync loop would apply there — the same function makes both (`sync/desired.py`
 `location_child`: the share, the location's overrides, the namespace's PlacementPolicy
 constraints) — beside `hub`, the hub object as a location gets it with nothing of that
-location's own (no share cut, no overrides, no constraints). The diff between the two is what
+location's own (no share cut, no overrides, no constraints), and the names of the `rules`
+that apply there (`kubectl mc describe` lists them). The diff between the two is what
 differs in that location. A location whose overrides do not apply gets `error` instead of
 `object` (the sync loop leaves its child as it was).
 
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 
 from apiserver.contract import MC_GROUP, VERSION, read_placement
 from apiserver.objects import Obj, ReadOnly
+from apiserver.overrides.annotation import overrides_for
 from apiserver.overrides.apply import OverrideError
 from apiserver.overrides.rules import RuleError
 from apiserver.placement.policy import Constraints
@@ -43,6 +45,7 @@ def children_object(
             "hub": child_object(hub, kind, location, {location: None}, there),
         }
         try:
+            entry["rules"] = [rule.name for rule in overrides_for(hub, location, there)]
             entry["object"] = location_child(hub, kind, location, {location: share}, there, added)
         except (RuleError, OverrideError) as err:
             entry["error"] = str(err)

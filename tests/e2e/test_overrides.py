@@ -106,6 +106,18 @@ def test_overrides_per_location_drift_failure_refusal_and_removal(
     assert all(OVERRIDES not in (c["metadata"].get("annotations") or {}) for c in children.values())
     assert children["us-west"]["spec"]["replicas"] == 1  # the share, untouched
     wait_overridden(hub, namespace, lambda c: c["status"] == "True")
+    described = hub.mc("describe", "deployment", "web", "-n", namespace).stdout
+    rows = {
+        line.split()[0]: line.split(None, 1)[1]
+        for line in described[described.index("Overrides:") :].splitlines()[3:6]
+    }
+    assert rows == {
+        "eu-west": 'kmc.dev/overrides["*"][0] (env)',
+        "us-east": 'kmc.dev/overrides["*"][0] (env), '
+        'kmc.dev/overrides["topology.kubernetes.io/region=us"][0] (labels)',
+        "us-west": 'kmc.dev/overrides["*"][0] (env), kmc.dev/overrides["us-west"][0] (image), '
+        'kmc.dev/overrides["topology.kubernetes.io/region=us"][0] (labels)',
+    }, described
 
     # Drift: a hand edit in a child is put back to the overridden form, not the plain one.
     west = kubectl["us-west"]

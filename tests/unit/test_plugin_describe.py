@@ -181,3 +181,31 @@ def test_child_events_match_the_names_kubernetes_generates(
     pattern = child_name_pattern(kind, name)
     assert all(pattern.match(n) for n in yes)
     assert not any(pattern.match(n) for n in no)
+
+
+def test_overrides_are_listed_per_location_only_when_there_are_some() -> None:
+    plain = {"locations": [{"location": "us-east", "rules": []}]}
+    assert "Overrides" not in render(VIEW, STRATEGY, [], NOW, (), plain)
+    children = {
+        "locations": [
+            {"location": "eu-west", "rules": []},
+            {
+                "location": "us-east",
+                "rules": [
+                    'kmc.dev/overrides["*"][0] (env)',
+                    'kmc.dev/overrides["us-east"][0] (image)',
+                ],
+            },
+            {"location": "us-west", "rules": [], "error": "no such path"},
+        ]
+    }
+    text = render(VIEW, STRATEGY, [], NOW, (), children)
+    section = text[text.index("Overrides:") :].splitlines()[:5]
+    assert section == [
+        "Overrides:",
+        "  Location  Rules" + " " * 69 + "Error",
+        "  --------  -----" + " " * 69 + "-----",
+        "  eu-west   <none>",
+        '  us-east   kmc.dev/overrides["*"][0] (env), kmc.dev/overrides["us-east"][0] (image)',
+    ]
+    assert text[text.index("Overrides:") :].splitlines()[5].endswith("no such path")
