@@ -7,6 +7,11 @@ what to fix. Impossible means naming a location that does not exist. A strategy 
 location eligible right now is allowed: locations come and go, and an outage must not stop
 anyone from applying (the `kmc.dev/Placed` condition says what is wrong meanwhile).
 
+`/admission/overrides` (validating) refuses a malformed `kmc.dev/overrides` the same way (an
+unknown rule, more than one key in a rule, a bad JSON Patch operation or path, an unknown
+variable, a bad selector), naming the field. A location name that is no Location yet is
+allowed: it may join later.
+
 `/admission/pods` (mutating) puts the scheduling gate `kmc.dev/placed-elsewhere` on a bare Pod
 created in a namespace we place, so that a hub with nodes of its own never runs a Pod we run
 in a location. The gate is the hub's business: the child's copy goes without it.
@@ -22,19 +27,23 @@ from typing import Any
 from aiohttp import web
 
 from apiserver.api.errors import bad_request
-from apiserver.contract import PLACED_ELSEWHERE, STRATEGY, never_placed
+from apiserver.contract import OVERRIDES, PLACED_ELSEWHERE, STRATEGY, never_placed
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kinds.core import bare
 from apiserver.objects import Obj
+from apiserver.overrides.annotation import parse_overrides
+from apiserver.overrides.rules import RuleError
 from apiserver.placement.policy import denied
 from apiserver.placement.strategy import StrategyError, parse_strategy
 
 PATH = "/admission/strategy"
 PODS_PATH = "/admission/pods"
+OVERRIDES_PATH = "/admission/overrides"
 
 
 def add_routes(app: web.Application) -> None:
     app.router.add_post(PATH, review)
+    app.router.add_post(OVERRIDES_PATH, review_overrides)
     app.router.add_post(PODS_PATH, review_pod)
 
 
@@ -63,6 +72,31 @@ async def review(request: web.Request) -> web.Response:
     cache = request.app[HUB_CACHE]
     known = set(cache.locations.cache)
     return _answer(asked, judge(asked, known, _refused_by_policy(cache, asked)))
+
+
+async def review_overrides(request: web.Request) -> web.Response:
+    asked = await _asked(request)
+    return _answer(asked, judge_overrides(asked))
+
+
+def judge_overrides(asked: Obj) -> Obj:
+    """The `response` for an object whose `kmc.dev/overrides` is new or changed, minus its
+    uid: refused, naming the field, when it does not parse."""
+    new = _annotation(asked.get("object"), OVERRIDES)
+    if new is None or new == _annotation(asked.get("oldObject"), OVERRIDES):
+        return {"allowed": True}
+    try:
+        parse_overrides(new)
+    except RuleError as err:
+        return _denied(f"{_named(asked)}: {err}. Fix the annotation and apply again.")
+    return {"allowed": True}
+
+
+def _named(asked: Obj) -> str:
+    """`Deployment shop/web`, as a refusal names the object."""
+    meta = (asked.get("object") or {}).get("metadata") or {}
+    where = "/".join(p for p in (meta.get("namespace"), meta.get("name")) if p)
+    return f"{(asked.get('kind') or {}).get('kind', 'object')} {where}"
 
 
 async def review_pod(request: web.Request) -> web.Response:
@@ -96,8 +130,8 @@ def gate(asked: Obj, namespace: Obj) -> Obj:
 def judge(asked: Obj, locations: set[str], refused: Mapping[str, str] | None = None) -> Obj:
     """The `response` of an AdmissionReview, minus its uid. `refused`: the locations the
     object's namespace may not use, with the reason (`policy NAME`)."""
-    new = _annotation(asked.get("object"))
-    if new is None or new == _annotation(asked.get("oldObject")):
+    new = _annotation(asked.get("object"), STRATEGY)
+    if new is None or new == _annotation(asked.get("oldObject"), STRATEGY):
         return {"allowed": True}  # nothing to judge, or a strategy that is already there
     obj = asked.get("object") or {}
     meta = obj.get("metadata") or {}
@@ -146,8 +180,8 @@ def _denied(message: str) -> Obj:
     }
 
 
-def _annotation(obj: Any) -> str | None:
+def _annotation(obj: Any, key: str) -> str | None:
     if not isinstance(obj, dict):
         return None
-    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(STRATEGY)
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
     return value if isinstance(value, str) else None

@@ -24,6 +24,7 @@ OURS = "kmc.dev/"  # nothing under it on a hub object reaches a child but the or
 STRATEGY = "kmc.dev/strategy"  # the user's (or their namespace's) strategy, JSON
 PLACEMENT = "kmc.dev/placement"  # the placement loop's decision, JSON; the durable record
 PLACEMENT_GATES = "kmc.dev/placement-gates"  # while not empty, the object is not placed
+OVERRIDES = "kmc.dev/overrides"  # the user's one-off per-location overrides, JSON
 LOCATION = "kmc.dev/location"  # on punch-through items: the location they came from
 SERVICE_ACCOUNT = "kmc.dev/service-account"  # on a Location's Secret: a token we renew
 # Labels.
@@ -45,6 +46,9 @@ CLEANUP = "kmc.dev/cleanup"
 # Conditions on hub objects.
 PLACED = "kmc.dev/Placed"  # where, or why nowhere: the placement loop decides, sync writes
 SYNCED = "kmc.dev/Synced"  # the sync loop's: every placed child there and current
+# Whether every location's overrides applied (False, reason OVERRIDE_FAILED, naming the rule).
+OVERRIDDEN = "Overridden"
+OVERRIDE_FAILED = "OverrideFailed"
 
 # Field managers and Event sources: who wrote what, in managedFields and in Events.
 PLACEMENT_MANAGER = "kmc-placement"  # its Events; the Placed condition when no fold carries it

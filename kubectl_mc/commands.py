@@ -22,6 +22,7 @@ _ELSEWHERE = {
     "completion": "kubectl_mc.completion",
     "cordon": "kubectl_mc.drain_cli",
     "describe": "kubectl_mc.get_cli",
+    "diff": "kubectl_mc.diff_cli",
     "drain": "kubectl_mc.drain_cli",
     "exec": "kubectl_mc.streams_cli:exec_",
     "get": "kubectl_mc.get_cli",

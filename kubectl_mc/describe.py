@@ -3,10 +3,11 @@
 Everything comes from the server, read concurrently: the `mc.kmc.dev` view (strategy,
 placement, one row per location, conditions), its `strategy` sub-resource (each location's
 verdict and the reason), its `locations` sub-resource (what went to each location with it:
-its ConfigMaps, Services, namespace policy…), the hub's Events on the object, and the
-children's Events through `events.remote.kmc.dev`. A child's Events are about objects with
-other names — a Deployment's ReplicaSets `web-5d4f8b7c9` and pods `web-5d4f8b7c9-x2x4q` —
-so they are matched by the names Kubernetes generates from the workload's name (random
+its ConfigMaps, Services, namespace policy…), its `children` sub-resource (the override rules
+each location gets; a section only when there are any), the hub's Events on the object, and
+the children's Events through `events.remote.kmc.dev`. A child's Events are about objects
+with other names — a Deployment's ReplicaSets `web-5d4f8b7c9` and pods `web-5d4f8b7c9-x2x4q`
+— so they are matched by the names Kubernetes generates from the workload's name (random
 suffixes use its safe alphabet, which is why `web-api`'s events do not show under `web`).
 """
 
@@ -51,12 +52,22 @@ def describe(client: Client, res: Resource, namespace: str, name: str) -> str:
         items: list[Obj] = client.get(REMOTE_KINDS["events"].path(namespace))["items"]
         return items
 
+    def children() -> Obj | None:
+        try:
+            found: Obj = client.get(res.path(namespace, name, "children"))
+        except KubeError as err:
+            if err.code == 404:  # a kmc-apiserver from before overrides: nothing to show
+                return None
+            raise
+        return found
+
     calls: list[Callable[[], Any]] = [
         lambda: client.get(res.path(namespace, name)),
         lambda: client.get(res.path(namespace, name, "strategy")),
         lambda: client.get(res.path(namespace, name, "locations")),
         hub_events,
         child_events,
+        children,
     ]
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         futures = [pool.submit(call) for call in calls]
@@ -69,7 +80,7 @@ def describe(client: Client, res: Resource, namespace: str, name: str) -> str:
         except KubeError as err:  # the rest is best effort, as kubectl's describe is
             extra.append(None)
             notes.append(str(err))
-    strategy, locations, hub_items, child_items = extra
+    strategy, locations, hub_items, child_items, overrides = extra
     now = datetime.datetime.now(datetime.UTC)
     events = [(HUB, e) for e in hub_items or [] if _about(e, obj["kind"], name)]
     pattern = child_name_pattern(obj["kind"], name)
@@ -77,7 +88,7 @@ def describe(client: Client, res: Resource, namespace: str, name: str) -> str:
         if pattern.match((event.get("involvedObject") or {}).get("name", "")):
             location = (event["metadata"].get("annotations") or {}).get("kmc.dev/location", "")
             events.append((location, event))
-    return render(obj, strategy, events, now, notes, locations)
+    return render(obj, strategy, events, now, notes, locations, overrides)
 
 
 def describe_follower(client: Client, res: Resource, namespace: str, name: str) -> str:
@@ -199,6 +210,7 @@ def render(
     now: datetime.datetime,
     notes: Sequence[str] = (),
     locations: Obj | None = None,
+    children: Obj | None = None,
 ) -> str:
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     fields: list[tuple[str, str]] = [
@@ -266,6 +278,21 @@ def render(
         ],
         width,
     )
+    entries = (children or {}).get("locations") or []
+    if any(e.get("rules") or e.get("error") for e in entries):
+        lines += _section(
+            "Overrides",
+            ["Location", "Rules", "Error"],
+            [
+                [
+                    e.get("location", ""),
+                    ", ".join(e.get("rules") or []) or "<none>",
+                    e.get("error", ""),
+                ]
+                for e in entries
+            ],
+            width,
+        )
     lines += _section(
         "Conditions",
         ["Type", "Status", "Reason", "Message"],

@@ -280,8 +280,12 @@ class Kube:
             Obj, await self.request("PATCH", path, body=operations, content_type=JSON_PATCH)
         )
 
-    async def apply(self, path: str, body: Obj, manager: str, force: bool = True) -> Obj:
+    async def apply(
+        self, path: str, body: Obj, manager: str, force: bool = True, dry_run: bool = False
+    ) -> Obj:
         params = {"fieldManager": manager, "force": "true" if force else "false"}
+        if dry_run:
+            params["dryRun"] = "All"  # validated and admitted, nothing stored
         return cast(
             Obj,
             await self.request("PATCH", path, params=params, body=body, content_type=APPLY_PATCH),

@@ -40,8 +40,10 @@ from apiserver.mc.rows import VIEW_ROWS, ViewRows
 from apiserver.mc.views import API_VERSION, COLUMNS, GROUP, cells, view
 from apiserver.objects import Obj
 from apiserver.options import OPTIONS
+from apiserver.placement.policy import constraints
 from apiserver.readlimit import READS, Priority
 from apiserver.subresources import along
+from apiserver.subresources import children as children_sub
 from apiserver.subresources import locations as locations_sub
 from apiserver.subresources import strategy as strategy_sub
 
@@ -379,7 +381,25 @@ async def subresource(request: web.Request) -> web.StreamResponse:
         return await _locations(request, kind)
     if sub == "strategy":
         return await _strategy(request, kind)
+    if sub == "children":
+        if request.method != "GET":
+            raise errors.method_not_supported(
+                request.method.lower(), f"{kind.plural}/children", GROUP
+            )
+        return await _children(request, kind)
     raise errors.route_not_found()
+
+
+async def _children(request: web.Request, kind: Kind) -> web.StreamResponse:
+    hub = await _read(request, kind)
+    cache: HubCache = request.app[HUB_CACHE]
+    labels = {
+        name: location["metadata"].get("labels") or {}
+        for name, location in cache.locations.cache.items()
+    }
+    namespace = hub["metadata"]["namespace"]
+    added = constraints(cache.policies_for(namespace))
+    return json_response(children_sub.children_object(hub, kind, labels, added))
 
 
 async def _locations(request: web.Request, kind: Kind) -> web.StreamResponse:

@@ -389,6 +389,57 @@ STRATEGY_SUBRESOURCE = Subresource(
 )
 
 
+CHILDREN = Subresource(
+    name="children",
+    kind="Children",
+    verbs=("get",),
+    description=(
+        "What each location of one hub workload's placement gets, computed as the sync loop "
+        "computes it (its share, its kmc.dev/overrides, its namespace's PlacementPolicy "
+        "constraints), beside the hub object as a location gets it with none of that. "
+        "kubectl mc diff shows the difference. Read-only."
+    ),
+    schema={
+        "type": "object",
+        "properties": {
+            "locations": {
+                "type": "array",
+                "description": "One entry per location of the object's placement.",
+                "items": {
+                    "type": "object",
+                    "required": ["location", "hub"],
+                    "properties": {
+                        "location": _str("Name of the Location (the child cluster)."),
+                        "hub": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                            "description": "The hub object as a location gets it, without "
+                            "its share, overrides or constraints.",
+                        },
+                        "object": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                            "description": "The child object the sync loop applies there.",
+                        },
+                        "rules": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "The override rules that apply there, in order, "
+                            'each named where it is written: kmc.dev/overrides["us-west"][0] '
+                            "(env).",
+                        },
+                        "error": _str(
+                            "Why the location's overrides do not apply (its child is left as "
+                            "it was); object is absent then."
+                        ),
+                    },
+                },
+            }
+        },
+    },
+)
+
+
 def _workload(entry: Kind) -> Resource:
     assert entry.view is not None
     plural, kind, replicas_doc = entry.plural, entry.kind, entry.view.replicas_doc
@@ -446,7 +497,7 @@ def _workload(entry: Kind) -> Resource:
         verbs=READ,
         short_names=entry.view.short_names,
         categories=("kmc",),
-        subresources=(PLACEMENT, STRATEGY_SUBRESOURCE),
+        subresources=(PLACEMENT, STRATEGY_SUBRESOURCE, CHILDREN),
         description=(
             f"Where a hub {kind} runs: a read-only view of the {kind} of the same namespace "
             "and name on the hub. spec shows the strategy in force and where it comes from; "

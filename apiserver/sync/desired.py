@@ -14,11 +14,14 @@ selector carries the hub's uid, a Service's clusterIP comes from the hub's servi
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from apiserver.contract import ORIGIN, OURS, Placement
 from apiserver.objects import Obj, ReadOnly
+from apiserver.overrides.annotation import overrides_for
+from apiserver.overrides.apply import apply_rules
+from apiserver.overrides.rules import Rule
 from apiserver.placement.policy import Constraints, constrain
 from apiserver.placement.template import strip_hub_only
 
@@ -46,14 +49,18 @@ def child_object(
     placement: Mapping[str, int | None],
     location_labels: Mapping[str, str] | None = None,
     added: Constraints | None = None,
+    overrides: Sequence[Rule] = (),
 ) -> Obj:
     """The object to apply into `location` for `hub`, given the (interim) `placement`.
 
     `placement` must name `location`; its value is that location's share, which the kind's
     `share` cuts into the child (None, or no `share`: the object as written). The pod template
-    loses its hub-only `location.kmc.dev/` terms, read against the Location's labels, and
-    gains what the namespace's PlacementPolicies `added`. The result is a new dict: `hub` is
-    never modified.
+    loses its hub-only `location.kmc.dev/` terms, read against the Location's labels; then
+    the location's `overrides` apply in order (they never change the share: a rule that would
+    raises `OverrideError`, as does any rule that cannot apply); last, it gains what the
+    namespace's PlacementPolicies `added`, which an override cannot take away. Nothing under
+    `kmc.dev/` survives, whatever a rule wrote, but the origin label. The result is a new
+    dict: `hub` is never modified.
     """
     if location not in placement:
         raise ValueError(f"location {location!r} is not in the placement {dict(placement)}")
@@ -74,9 +81,29 @@ def child_object(
     pod_spec = kind.pod_spec(child)
     if isinstance(pod_spec, dict):
         strip_hub_only(pod_spec, location, location_labels)
-        if added:
-            constrain(pod_spec, added)
+    if overrides:
+        child = apply_rules(child, overrides, location, location_labels or {})
+        child["metadata"] = _child_metadata(child.get("metadata") or {}, uid)
+    pod_spec = kind.pod_spec(child)
+    if isinstance(pod_spec, dict) and added:
+        constrain(pod_spec, added)
     return child
+
+
+def location_child(
+    hub: ReadOnly,
+    kind: ChildKind,
+    location: str,
+    placement: Mapping[str, int | None],
+    location_labels: Mapping[str, str] | None = None,
+    added: Constraints | None = None,
+) -> Obj:
+    """What `location` gets: `child_object` with the location's rules from the hub object's
+    own `kmc.dev/overrides`. The sync loop applies it; `kubectl mc diff` shows it. Raises
+    `RuleError` (an annotation that does not parse) or `OverrideError` (a rule that cannot
+    apply here)."""
+    rules = overrides_for(hub, location, location_labels or {})
+    return child_object(hub, kind, location, placement, location_labels, added, rules)
 
 
 # --- metadata ---------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from apiserver.contract import SYNCED
+from apiserver.contract import OVERRIDDEN, OVERRIDE_FAILED, OVERRIDES, SYNCED
 from apiserver.objects import Obj, ReadOnly
 
 
@@ -87,12 +87,15 @@ def fold(
     stale: Mapping[str, str],
     applied: Mapping[str, tuple[int, int]],
     now: str,
+    override_failures: Mapping[str, str] | None = None,
 ) -> Obj:
     """The full `status` to apply on the hub object, by the kind's `rules`.
 
     `children`: location -> the child as last seen (None: not created yet); `placement`: the
     hub object's placement; `stale`: location -> why its child's status is a last known one;
-    `applied`: location -> (hub generation we applied there, child generation it produced).
+    `applied`: location -> (hub generation we applied there, child generation it produced);
+    `override_failures`: location -> why its overrides did not apply (its child was left as
+    it was).
     """
     seen = Children(
         present={loc: child for loc, child in sorted(children.items()) if child is not None},
@@ -109,6 +112,9 @@ def fold(
     if not rules.conditions_in_status:
         return dict(sorted(status.items()))
     conditions = [*rules.conditions(hub, seen, status, previous), _synced(seen)]
+    overridden = _overridden(hub, previous, override_failures or {})
+    if overridden is not None:
+        conditions.append(overridden)
     if rules.settle is not None:
         rules.settle(status, conditions)
     status["conditions"] = _stamped(conditions, previous, now, rules.update_time)
@@ -225,6 +231,20 @@ def _synced(seen: Children) -> Condition:
         return Condition(SYNCED, "False", "Pending", waiting)
     where = "in sync in " + ", ".join(seen.placed) if seen.placed else "in sync, placed nowhere"
     return Condition(SYNCED, "True", "Synced", where)
+
+
+def _overridden(hub: ReadOnly, previous: ReadOnly, failures: Mapping[str, str]) -> Condition | None:
+    """`Overridden`: False (OverrideFailed) naming every location whose overrides failed
+    and why; True while the object has overrides, or once it had them (a condition we stop
+    sending would stay behind on kinds whose conditions list is atomic)."""
+    if failures:
+        message = "; ".join(f"in {loc}: {why}" for loc, why in sorted(failures.items()))
+        return Condition(OVERRIDDEN, "False", OVERRIDE_FAILED, message)
+    if OVERRIDES in mapping(mapping(hub.get("metadata")).get("annotations")):
+        return Condition(OVERRIDDEN, "True", "Applied", "overrides applied where they select")
+    if find_condition(previous, OVERRIDDEN) is not None:
+        return Condition(OVERRIDDEN, "True", "NoOverrides", "no overrides")
+    return None
 
 
 def _stamped(

@@ -31,7 +31,9 @@ class Hub(Kube):
     def writes(self) -> list[Obj]:
         return [body for _, body in self.applies]
 
-    async def apply(self, path: str, body: Obj, manager: str, force: bool = True) -> Obj:
+    async def apply(
+        self, path: str, body: Obj, manager: str, force: bool = True, dry_run: bool = False
+    ) -> Obj:
         self.applies.append((manager, body))
         return body
 

@@ -283,7 +283,9 @@ class ChildKube(Kube):
         self.applies: list[tuple[str, Obj, bool]] = []
         self.conflict = False
 
-    async def apply(self, path: str, body: Obj, manager: str, force: bool = True) -> Obj:
+    async def apply(
+        self, path: str, body: Obj, manager: str, force: bool = True, dry_run: bool = False
+    ) -> Obj:
         self.applies.append((manager, body, force))
         if self.conflict and not force:
             raise ApiError.of(409, "Conflict", "spec.replicas is owned by someone else")

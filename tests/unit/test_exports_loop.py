@@ -34,7 +34,9 @@ class Recording(Kube):
         super().__init__(session, Credentials(f"https://{name}.invalid", False), name)
         self.writes: list[tuple[str, str]] = []
 
-    async def apply(self, path: str, body: Obj, manager: str, force: bool = True) -> Obj:
+    async def apply(
+        self, path: str, body: Obj, manager: str, force: bool = True, dry_run: bool = False
+    ) -> Obj:
         self.writes.append(("apply", path))
         answer = copy.deepcopy(body)
         answer["metadata"].setdefault("uid", f"uid-{path}")

@@ -269,3 +269,31 @@ def test_a_follower_says_which_workloads_it_goes_with_and_where() -> None:
     alone = render_follower({"kind": "ConfigMap", "metadata": {"name": "c"}}, [], [], NOW)
     assert "Placement:         <none>: it stays on the hub" in alone.splitlines()
     assert "Goes With:         <none>" in alone.splitlines()
+
+
+def test_overrides_are_listed_per_location_only_when_there_are_some() -> None:
+    plain = {"locations": [{"location": "us-east", "rules": []}]}
+    assert "Overrides" not in render(VIEW, STRATEGY, [], NOW, (), None, plain)
+    children = {
+        "locations": [
+            {"location": "eu-west", "rules": []},
+            {
+                "location": "us-east",
+                "rules": [
+                    'kmc.dev/overrides["*"][0] (env)',
+                    'kmc.dev/overrides["us-east"][0] (image)',
+                ],
+            },
+            {"location": "us-west", "rules": [], "error": "no such path"},
+        ]
+    }
+    text = render(VIEW, STRATEGY, [], NOW, (), None, children)
+    section = text[text.index("Overrides:") :].splitlines()[:5]
+    assert section == [
+        "Overrides:",
+        "  Location  Rules" + " " * 69 + "Error",
+        "  --------  -----" + " " * 69 + "-----",
+        "  eu-west   <none>",
+        '  us-east   kmc.dev/overrides["*"][0] (env), kmc.dev/overrides["us-east"][0] (image)',
+    ]
+    assert text[text.index("Overrides:") :].splitlines()[5].endswith("no such path")

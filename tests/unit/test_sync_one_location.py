@@ -135,3 +135,26 @@ async def test_the_last_workload_gone_from_a_namespace_wakes_what_stayed_for_it(
     finally:
         children.stop()
         await asyncio.sleep(0)
+
+
+async def test_a_locations_new_labels_re_look_at_everything() -> None:
+    """Overrides select locations by their labels and read them into values: a label change
+    alone re-queues every object (an unchanged Location does not)."""
+    session = cast(aiohttp.ClientSession, None)
+    hub = Kube(session, Credentials("https://hub.invalid", False), "hub")
+    edge = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    sync = SyncLoop(HubCache(hub), {"edge": edge}.get, Leadership.solo())
+    looks: list[None] = []
+    sync._enqueue_all = lambda: looks.append(None)  # type: ignore[method-assign]
+    try:
+        edge_location = location("edge")
+        await sync._on_location("ADDED", edge_location, None)
+        assert len(looks) == 1
+        await sync._on_location("MODIFIED", edge_location, edge_location)
+        assert len(looks) == 1
+        relabelled = {**edge_location, "metadata": {"name": "edge", "labels": {"tier": "b"}}}
+        await sync._on_location("MODIFIED", relabelled, edge_location)
+        assert len(looks) == 2
+    finally:
+        sync.children.stop()
+        await asyncio.sleep(0)

@@ -6,6 +6,15 @@ Server-side apply with field manager `kmc-sync`. An apply of what the child alre
 we last applied it, is skipped: a child's status change re-queues its hub object, and most
 looks change nothing.
 
+A location's overrides (the hub object's `kmc.dev/overrides`, `overrides/`) are part of the
+child made for it, so the digest that spares an apply, and with it drift correction, is of
+the overridden object. A rule that fails there leaves that child as it was (no apply, no
+retry: a change of the hub object or of the Location brings it back), says so in the
+object's record for the fold's `Overridden=False` condition, and posts a Warning Event once
+per new failure. The other locations go on. So does a result the child refuses only because
+of its rules: after a 400/422, the same object without them is dry-run there, and if that
+passes the refusal is the rules' (`_overrides_refused`).
+
 A child whose size its own autoscaler sets (`held`: a hub HPA targets the workload and is
 placed there too) is applied without `spec.replicas`, so the autoscaler's writes are never
 reverted. Server-side apply resets a field its last owner stops sending, so before `kmc-sync`
@@ -23,7 +32,13 @@ from collections.abc import Collection
 
 import msgspec
 
-from apiserver.contract import ORIGIN, SCALE_HANDOVER_MANAGER, SYNC_MANAGER, Placement
+from apiserver.contract import (
+    ORIGIN,
+    OVERRIDE_FAILED,
+    SCALE_HANDOVER_MANAGER,
+    SYNC_MANAGER,
+    Placement,
+)
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Change, Key, Kind
 from apiserver.kube import events
@@ -31,8 +46,11 @@ from apiserver.kube.client import ApiError
 from apiserver.loops.sync.children import Children, ChildWatch
 from apiserver.loops.sync.records import Records
 from apiserver.objects import Obj
-from apiserver.placement.policy import constraints
-from apiserver.sync.desired import child_namespace, child_object, spec_of
+from apiserver.overrides.annotation import overrides_for
+from apiserver.overrides.apply import OverrideError
+from apiserver.overrides.rules import RuleError
+from apiserver.placement.policy import Constraints, constraints
+from apiserver.sync.desired import child_namespace, child_object, location_child, spec_of
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +84,13 @@ class Applier:
         namespace = meta.get("namespace")  # None: cluster-scoped (a PriorityClass)
         labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
         added = constraints(self.cache.policies_for(namespace)) if namespace else None
-        desired = child_object(hub, kind, location, shares, labels, added)
-        current = watch.get(key)
         record = self.records.of(key)
+        try:
+            desired = location_child(hub, kind, location, shares, labels, added)
+        except (RuleError, OverrideError) as err:
+            self._override_failed(key, hub, location, str(err))
+            return True  # left as it was; a change of the object or the Location retries
+        current = watch.get(key)
         held = held and current is not None
         if held:
             spec_of(desired).pop("replicas", None)
@@ -88,6 +110,7 @@ class Applier:
             if change is Change.REPLACE:
                 return await self.replace(key, kind, hub, location)
             if unchanged or change is Change.KEEP:
+                self._overrides_applied(key, location)
                 record.applied_in(
                     location,
                     int(meta.get("generation", 0)),
@@ -107,8 +130,14 @@ class Applier:
         except ApiError as err:
             if err.code == 404 and namespace:
                 watch.namespaces.discard(namespace)  # deleted behind our back
+            if err.code in (400, 422) and await self._overrides_refused(
+                key, kind, hub, location, shares, added, held
+            ):
+                self._override_failed(key, hub, location, _refusal(hub, location, labels, err))
+                return True  # left as it was, as for a rule that fails here
             log.warning("%s: applying to %s failed: %s", key, location, err)
             return False
+        self._overrides_applied(key, location)
         record.written[location] = (digest, _version(answer))
         record.applied_in(
             location,
@@ -117,6 +146,54 @@ class Applier:
         )
         await watch.observe(kind, answer)
         return True
+
+    async def _overrides_refused(
+        self,
+        key: Key,
+        kind: Kind,
+        hub: Obj,
+        location: str,
+        shares: Placement,
+        added: Constraints | None,
+        held: bool,
+    ) -> bool:
+        """The child refused what we sent: was it the overrides? Only if the location has
+        some and the same object without them passes a dry run there."""
+        watch = self.children.get(location)
+        labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
+        if watch is None or not overrides_for(hub, location, labels or {}):
+            return False
+        plain = child_object(hub, kind, location, shares, labels, added)
+        if held:
+            spec_of(plain).pop("replicas", None)
+        meta = hub["metadata"]
+        try:
+            await watch.kube.apply(
+                kind.path(meta.get("namespace"), meta["name"]), plain, SYNC_MANAGER, dry_run=True
+            )
+        except ApiError:
+            return False  # refused without them too: not theirs
+        log.info("%s: %s refuses the object only with its overrides", key, location)
+        return True
+
+    def _overrides_applied(self, key: Key, location: str) -> None:
+        """The child holds what its rules make: a failure there is over. (Cleared only
+        then: a child that refuses the result fails again after its rules applied.)"""
+        if self.records.of(key).override_failures.pop(location, None) is not None:
+            log.info("%s: overrides apply in %s again", key, location)
+
+    def _override_failed(self, key: Key, hub: Obj, location: str, why: str) -> None:
+        record = self.records.of(key)
+        if record.override_failures.get(location) == why:
+            return
+        record.override_failures[location] = why
+        log.warning("%s: overrides do not apply in %s: %s", key, location, why)
+        self.events.post(
+            hub,
+            "Warning",
+            OVERRIDE_FAILED,
+            f"overrides not applied in {location}, its copy is left as it was: {why}",
+        )
 
     async def _release(self, key: Key, kind: Kind, watch: ChildWatch, child: Obj) -> bool:
         """Hold the child's current spec.replicas under the handover manager, so that our
@@ -226,6 +303,13 @@ class Applier:
         self.records.of(key).gone_from(location)
         log.info("%s: removed from %s", key, location)
         return True
+
+
+def _refusal(hub: Obj, location: str, labels: object, err: ApiError) -> str:
+    """Why a location refused its overridden child, naming the rules that applied there."""
+    found = labels if isinstance(labels, dict) else {}
+    rules = ", ".join(rule.name for rule in overrides_for(hub, location, found))
+    return f"the child in {location} refuses what its rules {rules} make: {err}"
 
 
 def _wears(child: Obj, desired: Obj) -> bool:

@@ -112,6 +112,7 @@ class Folder:
             {loc: msg for loc, msg in stale.items() if loc in seen},
             record.applied,
             now(),
+            {loc: why for loc, why in record.override_failures.items() if loc in seen},
         )
         self.show_move(key, hub, status, waiting)
         pending = self.handoff.condition_of(key) if self.handoff is not None else None

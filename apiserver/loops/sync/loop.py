@@ -159,7 +159,8 @@ class SyncLoop:
 
     async def _on_location(self, event: str, location: Obj, _: Obj | None) -> None:
         """Start or stop a location's watches; re-look at everything only when what a
-        reconcile reads of the location changed: its watches, or whether it is Ready."""
+        reconcile reads of the location changed: its watches, whether it is Ready, or its
+        labels (overrides select locations by them and read them into values)."""
         name = location["metadata"]["name"]
         if event == "DELETED":
             changed = self.children.drop(name)
@@ -175,6 +176,7 @@ class SyncLoop:
                 ),
                 None,
             )
+            ready = (ready, tuple(sorted((location["metadata"].get("labels") or {}).items())))
         if changed or self._ready_seen.get(name) != ready:
             self._ready_seen[name] = ready
             self._enqueue_all()

@@ -21,6 +21,9 @@ class Record:
     written: dict[str, tuple[str, str]] = field(default_factory=dict)
     # Locations whose child's spec.replicas was handed to its autoscaler (`Applier._release`).
     released: set[str] = field(default_factory=set)
+    # location -> why its overrides did not apply (its child left as it was), for the fold's
+    # Overridden condition.
+    override_failures: dict[str, str] = field(default_factory=dict)
     folded: float | None = None  # when we last wrote its status (monotonic clock)
     first_look: float | None = None  # when its first status was held for its children
     partway: float | None = None  # since when a partway status waits to be written
@@ -35,6 +38,7 @@ class Record:
 
     def gone_from(self, location: str) -> None:
         self.written.pop(location, None)
+        self.override_failures.pop(location, None)
         self.released.discard(location)
         if location in self.applied:
             self.applied = {k: v for k, v in self.applied.items() if k != location}

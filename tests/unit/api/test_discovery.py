@@ -176,6 +176,11 @@ def test_aggregated_discovery_shape(version: str) -> None:
             "responseKind": {"group": MC, "version": VERSION, "kind": "Strategy"},
             "verbs": ["get", "patch", "update"],
         },
+        {
+            "subresource": "children",
+            "responseKind": {"group": MC, "version": VERSION, "kind": "Children"},
+            "verbs": ["get"],
+        },
     ]
 
 
