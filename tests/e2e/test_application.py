@@ -8,20 +8,19 @@ nothing behind in any child."""
 from __future__ import annotations
 
 import json
-import threading
-import time
+import subprocess
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kmc_testbed import bed
+from kmc_testbed import bed, config
 
 from .conftest import CHILDREN, Kubectl
 from .test_autoscaling import hpa, in_children, nowhere, pdb, released
 from .test_placement import placement_of, wait_locations_settled, with_strategy
-from .test_services import hub_addresses, hub_slices, wait_for
+from .test_services import OURS, hub_addresses, hub_slices, wait_for
 from .test_testbed import deployment
 
 # What the children must each hold, as `kubectl get` names it.
@@ -160,9 +159,36 @@ def test_an_application_applied_to_the_hub_runs_whole_and_leaves_nothing_behind(
     wait_for(lambda: not hub_slices(hub, namespace), say="the hub's slices of web gone")
 
 
+def ready_through(events: str) -> list[int]:
+    """Ready endpoints on the hub after each watch event, from `kubectl get --watch
+    --output-watch-events -o json` output (one JSON document per event), once any was."""
+    decoder, at = json.JSONDecoder(), 0
+    slices: dict[str, int] = {}
+    totals: list[int] = []
+    while True:
+        while at < len(events) and events[at].isspace():
+            at += 1
+        if at >= len(events):
+            return totals
+        try:
+            event, at = decoder.raw_decode(events, at)
+        except json.JSONDecodeError:
+            return totals  # the last one still being written
+        obj = event["object"]
+        name = obj["metadata"]["name"]
+        if event["type"] == "DELETED":
+            slices.pop(name, None)
+        else:
+            slices[name] = len(hub_addresses([obj], ready=True))
+        if totals or sum(slices.values()):
+            totals.append(sum(slices.values()))
+
+
 def test_a_move_keeps_ready_endpoints_somewhere_all_the_way(
-    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, tmp_path: Path
 ) -> None:
+    """Every change to the hub's slices of the Service, as a watch sees them one by one while
+    the workload moves: the ready endpoints never drop to none."""
     hub = kubectl["hub"]
     wait_locations_settled(hub)
     strategy = {"type": "Split", "pin": ["us-east"]}
@@ -171,24 +197,22 @@ def test_a_move_keeps_ready_endpoints_somewhere_all_the_way(
     hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=180s")
     wait_for(lambda: ready_on_hub(hub, namespace) == {"us-east": 2}, say="us-east's endpoints")
 
-    samples: list[dict[str, int]] = []
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            samples.append(ready_on_hub(hub, namespace))
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        hub.mc("move", "deployment/web", "--to", "eu-west", "--wait", "-n", namespace)
-        wait_for(lambda: ready_on_hub(hub, namespace) == {"eu-west": 2}, say="eu-west's only")
-    finally:
-        stop.set()
-        sampler.join(timeout=30)
-    empty = [i for i, seen in enumerate(samples) if not sum(seen.values())]
-    assert len(samples) > 10 and not empty, (
-        f"no ready endpoint on the hub at {len(empty)} of {len(samples)} samples: "
-        + json.dumps(samples[max(0, empty[0] - 2) : empty[0] + 3] if empty else [])
-    )
+    selector = f"kubernetes.io/service-name=web,{OURS}"
+    out = tmp_path / "watch.json"
+    kubeconfig = hub.kubeconfig or str(config.kubeconfig_path())
+    command = [hub.binary, "get", "endpointslices", "-n", namespace, "-l", selector, "--watch"]
+    command += ["--output-watch-events", "-o", "json", "--kubeconfig", kubeconfig]
+    with out.open("w") as sink:
+        watch = subprocess.Popen(
+            [*command, "--context", hub.context], stdout=sink, stderr=subprocess.DEVNULL
+        )
+        try:
+            wait_for(lambda: ready_through(out.read_text()), say="the watch's first events")
+            hub.mc("move", "deployment/web", "--to", "eu-west", "--wait", "-n", namespace)
+            wait_for(lambda: ready_on_hub(hub, namespace) == {"eu-west": 2}, say="eu-west's only")
+            wait_for(lambda: ready_through(out.read_text())[-1:] == [2], say="the watch caught up")
+        finally:
+            watch.terminate()
+            watch.wait(timeout=30)
+    totals = ready_through(out.read_text())
+    assert len(totals) > 2 and min(totals) > 0, f"ready endpoints after each change: {totals}"
