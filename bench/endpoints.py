@@ -11,14 +11,16 @@ installed: how soon a ready endpoint shows ready on the hub, and what mirroring 
   pod Ready → child slice ready. Ours is child slice ready → hub slice ready. Both watches
   of a child come from the same apiserver; one can deliver before the other, so a sample
   can be slightly negative, and is kept as measured.
-- hub writes: N Deployments of 3 with a Service each, created on the hub and waited for
-  until every Deployment is available and every Service has 3 ready endpoints on the hub,
-  then 10 s more. The hub's own `apiserver_request_total` for endpointslices writes (every
-  writer, every answer: what the hub paid) against the children's successful endpointslices
-  writes in the same window (each a change of a child slice, which is what the endpoints
-  loop mirrors). The hub runs its own EndpointSlice controller, which writes one empty slice
-  per hub Service (the hub has no pods); those are counted apart (the generations of the
-  hub's slices not managed by kmc.dev) and left out of the goal's figure.
+- hub writes: N Deployments of 3 with a headless Service each (the bed's service range has
+  room for 254 cluster IPs, not 1,000; a headless Service's slices are made and mirrored the
+  same way), created on the hub and waited for until every Deployment is available and
+  every Service has 3 ready endpoints on the hub, then 10 s more. The hub's own
+  `apiserver_request_total` for endpointslices writes (every writer, every answer: what the
+  hub paid) against the children's successful endpointslices writes in the same window
+  (each a change of a child slice, which is what the endpoints loop mirrors). The hub runs
+  its own EndpointSlice controller, which writes one empty slice per hub Service (the hub
+  has no pods); those are counted apart (the generations of the hub's slices not managed by
+  kmc.dev) and left out of the goal's figure.
 
     PYTHONPATH=hack .venv/bin/python -m bench.endpoints [COUNT] [--deployments D] [--steps S]
 """
@@ -193,16 +195,16 @@ class Watches:
 # -- setting up and tearing down -------------------------------------------------------------
 
 
-def service(name: str) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name},
-        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]},
-    }
+def service(name: str, headless: bool = False) -> Obj:
+    spec: Obj = {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]}
+    if headless:
+        spec["clusterIP"] = "None"
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}
 
 
-async def _create_all(hub: Kube, namespace: str, count: int, replicas: int) -> None:
+async def _create_all(
+    hub: Kube, namespace: str, count: int, replicas: int, headless: bool = False
+) -> None:
     """`count` Deployments with a Service each, `CONCURRENCY` pairs at once."""
     await hub.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
     gate = asyncio.Semaphore(CONCURRENCY)
@@ -214,7 +216,7 @@ async def _create_all(hub: Kube, namespace: str, count: int, replicas: int) -> N
                 f"/apis/apps/v1/namespaces/{namespace}/deployments",
                 deployment(name, replicas, REQUESTS),
             )
-            await hub.create(f"/api/v1/namespaces/{namespace}/services", service(name))
+            await hub.create(f"/api/v1/namespaces/{namespace}/services", service(name, headless))
 
     await asyncio.gather(*(create(i) for i in range(count)))
 
@@ -357,7 +359,9 @@ async def writes(count: int) -> list[dict[str, Any]]:
             hub_before = hubwrites.scrape()
             children_before = {c: hubwrites.scrape(c, succeeded=True) for c in CHILDREN}
             started = time.monotonic()
-            await _create_all(hub, namespace, count, 3)
+            # Headless: the bed's service range holds 254 cluster IPs a cluster, and a
+            # headless Service's slices are made and mirrored the same way.
+            await _create_all(hub, namespace, count, 3, headless=True)
             await _converged(hub, namespace, count, 3, 900)
             converged = time.monotonic() - started
             # Settled means quiet: a write that trails the convergence is counted too.
