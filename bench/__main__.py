@@ -2,9 +2,10 @@
 
 Brings the test bed up with kubectl-mc installed, runs each benchmark against its baseline
 measured in the same run, and writes `bench/results/latest.json` (the figures, the machine,
-the versions, the commit), `latest.md` (a table a person reads) and two plots: the
-propagation latency CDF against direct writes, and punch-through latency against the
-number of locations. `--quick` runs smaller counts (minutes, not a quarter of an hour).
+the versions, the commit), `latest.md` (a table a person reads) and three plots: the
+propagation latency CDF against direct writes, punch-through latency against the number of
+locations, and the endpoint fold latency CDF against the child's own EndpointSlice
+controller. `--quick` runs smaller counts (minutes, not a quarter of an hour).
 """
 
 from __future__ import annotations
