@@ -344,6 +344,10 @@ async def fold(deployments: int = 30, steps: int = 2) -> list[dict[str, Any]]:
         row("endpoints.fold", "pod_ready_to_hub_ready_p50_ms", statistics.median(whole) * ms),
         row("endpoints.fold", "pod_ready_to_hub_ready_p99_ms", percentile(whole, 0.99) * ms),
         row("endpoints.fold", "samples", len(keys), digits=0),
+        # Taken as each event is read, in one process: under load one watch's event can be
+        # read after another's that followed it. How often, so the lowest samples are read right.
+        row("endpoints.fold", "samples_hub_read_before_child", sum(t < 0 for t in ours), digits=0),
+        row("endpoints.fold", "samples_child_read_before_pod", sum(t < 0 for t in child), digits=0),
         row("endpoints.fold", "scale_ups_not_complete_in_60s", missed, digits=0),
     ]
 
