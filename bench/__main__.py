@@ -2,9 +2,10 @@
 
 Brings the test bed up with kubectl-mc installed, runs each benchmark against its baseline
 measured in the same run, and writes `bench/results/latest.json` (the figures, the machine,
-the versions, the commit), `latest.md` (a table a person reads) and two plots: the
-propagation latency CDF against direct writes, and punch-through latency against the
-number of locations. `--quick` runs smaller counts (minutes, not a quarter of an hour).
+the versions, the commit), `latest.md` (a table a person reads) and three plots: the
+propagation latency CDF against direct writes, punch-through latency against the number of
+locations, and the endpoint fold latency CDF against the child's own EndpointSlice
+controller. `--quick` runs smaller counts (minutes, not a quarter of an hour).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from bench import (
     converge,
+    endpoints,
     fairness,
     forged,
     integrity,
@@ -80,6 +82,9 @@ GOALS = {
     "revocation_s": ("<=", 11),
     "streams_log_ratio": (">=", 0.7),
     "streams_exec_ratio": ("<=", 1.5),
+    # Issue 31: mirroring the children's EndpointSlices costs the hub no more than one write
+    # per change of a child slice (the children's own successful slice writes, same window).
+    "hub_endpointslice_writes_per_child_slice_change": ("<=", 1),
 }
 
 
@@ -118,6 +123,10 @@ def run_all(quick: bool, with_load: bool = False) -> list[dict[str, Any]]:
     count = 300 if quick else 1000
     step(f"converge {count}", lambda: _converge(count))
     step(f"fairness, {count} in another namespace", lambda: fairness.measure(count))
+    step(
+        f"endpoints: fold latency, and hub writes while {count} Deployments with Services converge",
+        lambda: endpoints.measure(count, 15 if quick else 30, 1 if quick else 2),
+    )
     if with_load:
         from bench import load
 
@@ -256,6 +265,13 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         "streams_exec_cli_ratio": figure(
             rows, "streams.exec_cli", "kubectl_mc_exec_p50_ms", "ratio"
         ),
+        "endpoint_fold_p50_ms": figure(rows, "endpoints.fold", "p50_ms"),
+        "endpoint_fold_p50_ratio": figure(rows, "endpoints.fold", "p50_ms", "ratio"),
+        "endpoint_fold_p99_ms": figure(rows, "endpoints.fold", "p99_ms"),
+        "endpoint_fold_p99_ratio": figure(rows, "endpoints.fold", "p99_ms", "ratio"),
+        "hub_endpointslice_writes_per_child_slice_change": figure(
+            rows, "endpoints.writes", f"hub_endpointslice_writes_per_child_slice_change_{count}"
+        ),
     }
 
 
@@ -311,6 +327,8 @@ def markdown(report: dict[str, Any]) -> str:
             f"{row.get('baseline', '')} | {row.get('ratio', '')} |"
         )
     lines += ["", "![propagation](propagation_cdf.png)", "", "![fan-out](fanout.png)", ""]
+    if any(r["benchmark"] == "endpoints.fold" for r in report["rows"]):
+        lines += ["![endpoint fold](endpoint_fold_cdf.png)", ""]
     return "\n".join(lines)
 
 
@@ -358,6 +376,23 @@ def plots(rows: list[dict[str, Any]], folder: Path) -> None:
     fig.tight_layout()
     fig.savefig(folder / "fanout.png", dpi=100)
     plt.close(fig)
+
+    fold = next((r for r in rows if r["benchmark"] == "endpoints.fold" and "samples" in r), None)
+    if fold is not None:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for label, samples in (
+            ("child slice ready → hub slice ready (kubectl-mc)", fold["samples"]),
+            ("pod Ready → child slice ready (child's controller)", fold["baseline_samples"]),
+        ):
+            ordered = sorted(samples)
+            ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], label=label)
+        ax.set_xlabel("latency (ms)")
+        ax.set_ylabel("fraction of endpoints")
+        ax.set_title("Endpoint fold latency")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(folder / "endpoint_fold_cdf.png", dpi=100)
+        plt.close(fig)
 
 
 def main(argv: list[str]) -> None:

@@ -27,16 +27,19 @@ _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 Key = tuple[str, str]  # ("apps/deployments/status", "APPLY")
 
 
-def scrape() -> dict[Key, float]:
-    """The hub's write counters, summed by (group/resource[/subresource], verb)."""
+def scrape(cluster: str = bed.HUB, succeeded: bool = False) -> dict[Key, float]:
+    """A cluster's write counters (the hub's unless named), summed by
+    (group/resource[/subresource], verb); only those answered 2xx when `succeeded`."""
     state = bed.load()
     assert state is not None, "the test bed is not up"
-    answer = bed.admin_client(state.cluster(bed.HUB)).request("GET", "/metrics", timeout=60.0)
+    answer = bed.admin_client(state.cluster(cluster)).request("GET", "/metrics", timeout=60.0)
     assert answer.status == 200, answer.body[:300]
-    return parse(answer.body.decode())
+    return parse(answer.body.decode(), succeeded)
 
 
-def parse(text: str) -> dict[Key, float]:
+def parse(text: str, succeeded: bool = False) -> dict[Key, float]:
+    """Write counters by (what, verb): every answer, or the 2xx ones (the writes that changed
+    something: a child's own count of its changes) when `succeeded`."""
     counts: dict[Key, float] = defaultdict(float)
     for line in text.splitlines():
         if not line.startswith("apiserver_request_total{"):
@@ -46,6 +49,8 @@ def parse(text: str) -> dict[Key, float]:
         if labels.get("verb") not in WRITES or labels.get("dry_run"):
             continue
         if labels.get("resource") in APART:
+            continue
+        if succeeded and not labels.get("code", "").startswith("2"):
             continue
         what = "/".join(
             filter(None, (labels.get("group"), labels.get("resource"), labels.get("subresource")))
