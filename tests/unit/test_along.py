@@ -35,6 +35,8 @@ from apiserver.subresources import along
 from apiserver.subresources import locations as locations_sub
 from apiserver.sync.report import LocationState
 
+from .follow_fakes import RecordingWriter
+
 
 def _obj(name: str, placement: Mapping[str, int | None] | None, **rest: Any) -> Obj:
     meta: Obj = {"name": name, "namespace": "shop", "uid": f"uid-{name}"}
@@ -232,30 +234,6 @@ def test_every_following_role_is_covered() -> None:
     assert following == set(along.FOLLOWING)
 
 
-class _Events:
-    def __init__(self) -> None:
-        self.posted: list[tuple[str, str, str]] = []
-
-    def post(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
-        self.posted.append((event_type, reason, message))
-
-
-class _Writer:
-    def __init__(self) -> None:
-        self.events = _Events()
-        self.placements: list[dict[str, int | None]] = []
-
-    async def placement(self, kind: Kind, key: Key, obj: Obj, placement: Any) -> Obj:
-        self.placements.append(placement)
-        return obj
-
-    def condition(self, *args: Any) -> None:
-        pass
-
-    def note(self, *args: Any) -> None:
-        pass
-
-
 class _Cache:
     def __init__(self, objects: dict[Key, Obj]) -> None:
         self.objects = objects
@@ -271,7 +249,7 @@ class _Cache:
 async def test_followers_post_an_event_when_they_go_somewhere_new_or_leave() -> None:
     web = Key("Deployment", "shop", "web")
     objects = {web: _obj("web", {"eu-west": 3})}  # moved: it was in us-east
-    writer = _Writer()
+    writer = RecordingWriter()
     records = Records(touched=lambda _: None)
     follower = Follower(cast(HubCache, _Cache(objects)), records, cast(Writer, writer))
     records.use(web, frozenset({Key("ConfigMap", "shop", "web-config")}))

@@ -38,7 +38,7 @@ from apiserver.placement.dependencies import references
 from apiserver.sync.desired import child_object
 from apiserver.sync.status import fold
 
-from .follow_fakes import RecordingWriter
+from .follow_fakes import RecordingEvents, RecordingWriter
 
 INGRESS_OBJ: Obj = {
     "apiVersion": "networking.k8s.io/v1",
@@ -322,22 +322,14 @@ def test_the_hub_cache_names_cluster_scoped_objects_without_a_namespace() -> Non
     assert cache.get(Key("PriorityClass", "", "high")) == {"metadata": {"name": "high"}}
 
 
-class _Events:
-    def __init__(self) -> None:
-        self.posted: list[tuple[str, str, str]] = []
-
-    def post(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
-        self.posted.append((event_type, reason, message))
-
-
 class _HubOnly:
     hub = None
 
 
-def _writer() -> tuple[Writer, Handoff, _Events]:
+def _writer() -> tuple[Writer, Handoff, RecordingEvents]:
     handoff = Handoff()
     writer = Writer(cast(HubCache, _HubOnly()), handoff, Records(touched=lambda _: None))
-    events = _Events()
+    events = RecordingEvents()
     writer.events = cast(Any, events)
     return writer, handoff, events
 
@@ -424,7 +416,9 @@ class _SyncCache:
 async def test_a_priority_class_is_applied_and_deleted_in_a_child_without_a_namespace() -> None:
     watch = _Watch()
     children = cast(Any, type("C", (), {"get": lambda self, loc: watch})())
-    applier = Applier(cast(Any, _SyncCache()), children, SyncRecords(), cast(Any, _Events()))
+    applier = Applier(
+        cast(Any, _SyncCache()), children, SyncRecords(), cast(Any, RecordingEvents())
+    )
     high: Obj = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
