@@ -504,7 +504,9 @@ def _apiserver_command(state: State, cluster: Cluster) -> list[str]:
         # Nothing can reach 127.0.0.1 through a Service here; do not publish it as an endpoint.
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
-        "--profiling=false",
+        # KMC_TESTBED_PROFILING=1 serves /debug/pprof (e.g. a heap profile of the hub's
+        # apiserver while a benchmark runs: `go tool pprof -top heap.pb.gz`).
+        f"--profiling={'true' if os.environ.get('KMC_TESTBED_PROFILING') == '1' else 'false'}",
         *cluster.apiserver_args,
     ]
     if cluster.role == HUB:
