@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError, model_validator
 from pydantic_core import ErrorDetails
@@ -38,17 +38,7 @@ from apiserver.quantity import parse_quantity
 RuleKey = Literal[
     "image", "env", "args", "command", "labels", "annotations", "resources", "patch", "field"
 ]
-RULE_KEYS: tuple[RuleKey, ...] = (
-    "image",
-    "env",
-    "args",
-    "command",
-    "labels",
-    "annotations",
-    "resources",
-    "patch",
-    "field",
-)
+RULE_KEYS: tuple[RuleKey, ...] = get_args(RuleKey)
 # The placement's, never an override's: a location's share is set by the strategy.
 REPLICAS = "/spec/replicas"
 _DIGEST = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}")

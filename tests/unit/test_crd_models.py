@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from apiserver.models.apiimport import APIImport
 from apiserver.models.location import Location
+from apiserver.models.override import ClusterOverrideSpec, OverrideSpec
 from apiserver.placement.policy import PolicySpec
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
@@ -96,6 +97,15 @@ def test_apiimport_model_and_crd_agree() -> None:
 def test_placementpolicy_model_and_crd_agree() -> None:
     crd = crd_schema("placementpolicies.kmc.dev")
     assert differences(model_schema(PolicySpec), crd["properties"]["spec"], ".spec") == []
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [("overrides.kmc.dev", OverrideSpec), ("clusteroverrides.kmc.dev", ClusterOverrideSpec)],
+)
+def test_override_models_and_crds_agree(name: str, model: type[BaseModel]) -> None:
+    crd = crd_schema(name)
+    assert differences(model_schema(model), crd["properties"]["spec"], ".spec") == []
 
 
 @pytest.mark.parametrize(
