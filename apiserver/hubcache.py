@@ -2,7 +2,8 @@
 
 One informer per hub resource: every kind of `kinds.PLACED`, the kind of every established
 namespaced CRD (its objects are placed when they carry a strategy), Namespaces, Locations,
-PlacementPolicies and CRDs. Objects are handed out as cached and are read-only; whoever must
+PlacementPolicies, Overrides and ClusterOverrides (filed by what they target, `overrides_of`)
+and CRDs. Objects are handed out as cached and are read-only; whoever must
 change one copies it. Loops subscribe to changes; nobody reaches into another loop for hub objects.
 """
 
@@ -21,6 +22,8 @@ from apiserver.kinds import CUSTOMRESOURCEDEFINITION, PLACED, Key, Kind, of_crd
 from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
 from apiserver.models import location as model
+from apiserver.models import override
+from apiserver.models.override_index import Index, Source
 from apiserver.objects import Obj
 from apiserver.placement import policy
 
@@ -55,6 +58,10 @@ class HubCache:
         self.locations = Informer(hub, model.PATH)
         self.policies = Informer(hub, policy.PATH)
         self._policies_read: dict[str, tuple[str, policy.Policy]] = {}  # name -> (version, read)
+        # Per-location overrides said once for many objects, read as they change.
+        self.override_index = Index()
+        self.overrides = Informer(hub, override.PATH, self._on_override)
+        self.cluster_overrides = Informer(hub, override.CLUSTER_PATH, self._on_override)
         # The CRDs' informer is the placed kind's: one watch serves both.
         self.crds = self.objects[CUSTOMRESOURCEDEFINITION.key]
         self.crds.subscribe(self._on_crd)
@@ -128,6 +135,46 @@ class HubCache:
         labels = self.namespace(namespace)["metadata"].get("labels") or {}
         return policy.applying(read, labels)
 
+    def overrides_of(self, kind: Kind, obj: Obj) -> list[Source]:
+        """The Overrides and ClusterOverrides that target a hub object, in the order they
+        apply."""
+        meta = obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        return self.override_index.applying(
+            (kind.group, kind.kind),
+            namespace,
+            meta["name"],
+            meta.get("labels") or {},
+            self._namespace_labels(namespace),
+        )
+
+    def override_targets(self, source: Source) -> Iterator[Key]:
+        """The hub objects an override (as it is, or as it was) targets, as cached now."""
+        wanted = source.kinds()
+        for kind in list(self.kinds.values()):
+            if (kind.group, kind.kind) not in wanted:
+                continue
+            for key in self.list_keys(kind.key, source.namespace or None):
+                meta = (self.get(key) or {}).get("metadata") or {}
+                labels = meta.get("labels") or {}
+                ns_labels = self._namespace_labels(key.namespace)
+                if source.targets(
+                    (kind.group, kind.kind), key.namespace, key.name, labels, ns_labels
+                ):
+                    yield key
+
+    def _namespace_labels(self, namespace: str) -> dict[str, str]:
+        if not namespace:
+            return {}
+        labels: dict[str, str] = self.namespace(namespace)["metadata"].get("labels") or {}
+        return labels
+
+    async def _on_override(self, event: str, obj: Obj, _: Obj | None) -> None:
+        if event == "DELETED":
+            self.override_index.drop(obj)
+        else:
+            self.override_index.put(obj)
+
     async def observe(self, kind: str, obj: Obj) -> None:
         """Our own write's answer, taken as if the watch brought it (see Informer.observe)."""
         informer = self.objects.get(kind)
@@ -169,7 +216,14 @@ class HubCache:
     def synced(self) -> bool:
         return all(
             i.synced.is_set()
-            for i in (*self.objects.values(), self.namespaces, self.locations, self.policies)
+            for i in (
+                *self.objects.values(),
+                self.namespaces,
+                self.locations,
+                self.policies,
+                self.overrides,
+                self.cluster_overrides,
+            )
         )
 
     async def wait_synced(self) -> None:
@@ -178,6 +232,8 @@ class HubCache:
             self.namespaces,
             self.locations,
             self.policies,
+            self.overrides,
+            self.cluster_overrides,
             self.slices,
         ):
             await informer.synced.wait()
@@ -198,6 +254,8 @@ class HubCache:
                 self.namespaces,
                 self.locations,
                 self.policies,
+                self.overrides,
+                self.cluster_overrides,
                 self.slices,
             )
         ]

@@ -399,7 +399,8 @@ async def _children(request: web.Request, kind: Kind) -> web.StreamResponse:
     }
     namespace = hub["metadata"]["namespace"]
     added = constraints(cache.policies_for(namespace))
-    return json_response(children_sub.children_object(hub, kind, labels, added))
+    objects = cache.overrides_of(kind, hub)
+    return json_response(children_sub.children_object(hub, kind, labels, added, objects))
 
 
 async def _locations(request: web.Request, kind: Kind) -> web.StreamResponse:

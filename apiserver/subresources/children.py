@@ -16,11 +16,11 @@ autoscaler's and are not sent: shown here as the share it starts at.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from apiserver.contract import MC_GROUP, VERSION, read_placement
+from apiserver.models.override_index import Source, location_rules, rules_of
 from apiserver.objects import Obj, ReadOnly
-from apiserver.overrides.annotation import overrides_for
 from apiserver.overrides.apply import OverrideError
 from apiserver.overrides.rules import RuleError
 from apiserver.placement.policy import Constraints
@@ -35,8 +35,10 @@ def children_object(
     kind: ChildKind,
     labels: Mapping[str, Mapping[str, str]],
     added: Constraints | None,
+    objects: Sequence[Source] = (),
 ) -> Obj:
-    """The sub-resource's object; `labels`: each Location's labels, by name."""
+    """The sub-resource's object; `labels`: each Location's labels, by name; `objects`: the
+    Overrides and ClusterOverrides that target `hub`."""
     entries = []
     for location, share in sorted(read_placement(dict(hub)).items()):
         there = labels.get(location) or {}
@@ -45,8 +47,11 @@ def children_object(
             "hub": child_object(hub, kind, location, {location: None}, there),
         }
         try:
-            entry["rules"] = [rule.name for rule in overrides_for(hub, location, there)]
-            entry["object"] = location_child(hub, kind, location, {location: share}, there, added)
+            entry["rules"] = [rule.name for rule in location_rules(hub, objects, location, there)]
+            before = rules_of(objects, location, there)
+            entry["object"] = location_child(
+                hub, kind, location, {location: share}, there, added, before
+            )
         except (RuleError, OverrideError) as err:
             entry["error"] = str(err)
         entries.append(entry)

@@ -97,12 +97,14 @@ def location_child(
     placement: Mapping[str, int | None],
     location_labels: Mapping[str, str] | None = None,
     added: Constraints | None = None,
+    before: Sequence[Rule] = (),
 ) -> Obj:
-    """What `location` gets: `child_object` with the location's rules from the hub object's
-    own `kmc.dev/overrides`. The sync loop applies it; `kubectl mc diff` shows it. Raises
-    `RuleError` (an annotation that does not parse) or `OverrideError` (a rule that cannot
-    apply here)."""
-    rules = overrides_for(hub, location, location_labels or {})
+    """What `location` gets: `child_object` with the location's rules, `before` (those of the
+    Override and ClusterOverride objects that target the hub object there, in their order:
+    `models/override_index.py`), then those of its own `kmc.dev/overrides`. The sync loop
+    applies it; `kubectl mc diff` shows it. Raises `RuleError` (an annotation that does not
+    parse) or `OverrideError` (a rule that cannot apply here)."""
+    rules = (*before, *overrides_for(hub, location, location_labels or {}))
     return child_object(hub, kind, location, placement, location_labels, added, rules)
 
 

@@ -88,6 +88,7 @@ def fold(
     applied: Mapping[str, tuple[int, int]],
     now: str,
     override_failures: Mapping[str, str] | None = None,
+    override_objects: bool = False,
 ) -> Obj:
     """The full `status` to apply on the hub object, by the kind's `rules`.
 
@@ -95,7 +96,7 @@ def fold(
     hub object's placement; `stale`: location -> why its child's status is a last known one;
     `applied`: location -> (hub generation we applied there, child generation it produced);
     `override_failures`: location -> why its overrides did not apply (its child was left as
-    it was).
+    it was); `override_objects`: whether Override or ClusterOverride objects target it.
     """
     seen = Children(
         present={loc: child for loc, child in sorted(children.items()) if child is not None},
@@ -112,7 +113,7 @@ def fold(
     if not rules.conditions_in_status:
         return dict(sorted(status.items()))
     conditions = [*rules.conditions(hub, seen, status, previous), _synced(seen)]
-    overridden = _overridden(hub, previous, override_failures or {})
+    overridden = _overridden(hub, previous, override_failures or {}, override_objects)
     if overridden is not None:
         conditions.append(overridden)
     if rules.settle is not None:
@@ -233,14 +234,16 @@ def _synced(seen: Children) -> Condition:
     return Condition(SYNCED, "True", "Synced", where)
 
 
-def _overridden(hub: ReadOnly, previous: ReadOnly, failures: Mapping[str, str]) -> Condition | None:
+def _overridden(
+    hub: ReadOnly, previous: ReadOnly, failures: Mapping[str, str], objects: bool
+) -> Condition | None:
     """`Overridden`: False (OverrideFailed) naming every location whose overrides failed
     and why; True while the object has overrides, or once it had them (a condition we stop
     sending would stay behind on kinds whose conditions list is atomic)."""
     if failures:
         message = "; ".join(f"in {loc}: {why}" for loc, why in sorted(failures.items()))
         return Condition(OVERRIDDEN, "False", OVERRIDE_FAILED, message)
-    if OVERRIDES in mapping(mapping(hub.get("metadata")).get("annotations")):
+    if objects or OVERRIDES in mapping(mapping(hub.get("metadata")).get("annotations")):
         return Condition(OVERRIDDEN, "True", "Applied", "overrides applied where they select")
     if find_condition(previous, OVERRIDDEN) is not None:
         return Condition(OVERRIDDEN, "True", "NoOverrides", "no overrides")

@@ -62,6 +62,8 @@ def install(state: bed.State, log: bed.Log) -> None:
         "--for=condition=Established",
         "crd/locations.kmc.dev",
         "crd/placementpolicies.kmc.dev",
+        "crd/overrides.kmc.dev",
+        "crd/clusteroverrides.kmc.dev",
         *MCS_CRDS,
         "--timeout=60s",
     )

@@ -15,6 +15,7 @@ from apiserver.hubcache import CRDS, HubCache
 from apiserver.kinds import Key
 from apiserver.kube.client import Kube
 from apiserver.kube.informer import SETTLE_CAP, TRAIL_FACTOR, TRAIL_WINDOW
+from apiserver.models.override import PATH as OVERRIDE_PATH
 from apiserver.objects import Obj
 
 
@@ -282,5 +283,35 @@ async def test_the_policies_of_a_namespace_are_those_that_select_its_labels() ->
         assert [p.name for p in cache.policies_for("secure")] == ["a-first", "z-second"]
         assert cache.policies_for("open") == []
         assert cache.policies_for("unknown") == []
+    finally:
+        task.cancel()
+
+
+async def test_overrides_are_filed_by_what_they_target_and_name_only_their_targets() -> None:
+    """An Override's change names the objects it targets, as it is and as it was, and no
+    other; its deletion takes it out of every child it shaped."""
+    deployments = "/apis/apps/v1/deployments"
+    web, api = obj("web", 2), obj("api", 2)
+    web["metadata"]["labels"] = {"tier": "front"}
+    target = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "labelSelector": {"matchLabels": {"tier": "front"}},
+    }
+    ovr = obj("front", 5, spec={"targets": [target], "rules": [{"env": {"set": {"A": "b"}}}]})
+    hub = FakeHub({deployments: [web, api], OVERRIDE_PATH: [ovr]})
+    cache = HubCache(cast(Kube, hub))
+    task = asyncio.create_task(cache.run())
+    try:
+        await cache.wait_synced()
+        deployment = cache.kinds["Deployment"]
+        assert [s.label for s in cache.overrides_of(deployment, web)] == ["Override demo/front"]
+        assert cache.overrides_of(deployment, api) == []
+        (source,) = cache.overrides_of(deployment, web)
+        assert list(cache.override_targets(source)) == [Key("Deployment", "demo", "web")]
+        hub.events_of(OVERRIDE_PATH).put_nowait({"type": "DELETED", "object": ovr})
+        await settle(lambda: not cache.overrides_of(deployment, web))
+        # As it was: still names what it targeted, so those go back to the plain object.
+        assert list(cache.override_targets(source)) == [Key("Deployment", "demo", "web")]
     finally:
         task.cancel()

@@ -412,6 +412,9 @@ class _SyncCache:
     def policies_for(self, namespace: str) -> list[Any]:
         raise AssertionError("a cluster-scoped object has no namespace's policies")
 
+    def overrides_of(self, kind: Any, obj: Any) -> list[Any]:
+        return []
+
 
 async def test_a_priority_class_is_applied_and_deleted_in_a_child_without_a_namespace() -> None:
     watch = _Watch()

@@ -6,10 +6,11 @@ Server-side apply with field manager `kmc-sync`. An apply of what the child alre
 we last applied it, is skipped: a child's status change re-queues its hub object, and most
 looks change nothing.
 
-A location's overrides (the hub object's `kmc.dev/overrides`, `overrides/`) are part of the
-child made for it, so the digest that spares an apply, and with it drift correction, is of
-the overridden object. A rule that fails there leaves that child as it was (no apply, no
-retry: a change of the hub object or of the Location brings it back), says so in the
+A location's overrides (the Overrides and ClusterOverrides that target the hub object, then its
+own `kmc.dev/overrides`, `overrides/`) are part of the child made for it, so the digest that
+spares an apply, and with it drift correction, is of the overridden object. A rule that fails
+there leaves that child as it was (no apply, no retry: a change of the hub object, of an
+override that targets it or of the Location brings it back), says so in the
 object's record for the fold's `Overridden=False` condition, and posts a Warning Event once
 per new failure. The other locations go on. So does a result the child refuses only because
 of its rules: after a 400/422, the same object without them is dry-run there, and if that
@@ -45,8 +46,8 @@ from apiserver.kube import events
 from apiserver.kube.client import ApiError
 from apiserver.loops.sync.children import Children, ChildWatch
 from apiserver.loops.sync.records import Records
+from apiserver.models.override_index import Source, location_rules, rules_of
 from apiserver.objects import Obj
-from apiserver.overrides.annotation import overrides_for
 from apiserver.overrides.apply import OverrideError
 from apiserver.overrides.rules import RuleError
 from apiserver.placement.policy import Constraints, constraints
@@ -85,8 +86,11 @@ class Applier:
         labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
         added = constraints(self.cache.policies_for(namespace)) if namespace else None
         record = self.records.of(key)
+        objects = self.cache.overrides_of(kind, hub)
+        record.override_objects = bool(objects)
         try:
-            desired = location_child(hub, kind, location, shares, labels, added)
+            before = rules_of(objects, location, labels or {})
+            desired = location_child(hub, kind, location, shares, labels, added, before)
         except (RuleError, OverrideError) as err:
             self._override_failed(key, hub, location, str(err))
             return True  # left as it was; a change of the object or the Location retries
@@ -131,9 +135,10 @@ class Applier:
             if err.code == 404 and namespace:
                 watch.namespaces.discard(namespace)  # deleted behind our back
             if err.code in (400, 422) and await self._overrides_refused(
-                key, kind, hub, location, shares, added, held
+                key, kind, hub, location, shares, added, held, objects
             ):
-                self._override_failed(key, hub, location, _refusal(hub, location, labels, err))
+                why = _refusal(hub, objects, location, labels, err)
+                self._override_failed(key, hub, location, why)
                 return True  # left as it was, as for a rule that fails here
             log.warning("%s: applying to %s failed: %s", key, location, err)
             return False
@@ -156,12 +161,13 @@ class Applier:
         shares: Placement,
         added: Constraints | None,
         held: bool,
+        objects: list[Source],
     ) -> bool:
         """The child refused what we sent: was it the overrides? Only if the location has
         some and the same object without them passes a dry run there."""
         watch = self.children.get(location)
         labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
-        if watch is None or not overrides_for(hub, location, labels or {}):
+        if watch is None or not location_rules(hub, objects, location, labels or {}):
             return False
         plain = child_object(hub, kind, location, shares, labels, added)
         if held:
@@ -305,10 +311,10 @@ class Applier:
         return True
 
 
-def _refusal(hub: Obj, location: str, labels: object, err: ApiError) -> str:
+def _refusal(hub: Obj, objects: list[Source], location: str, labels: object, err: ApiError) -> str:
     """Why a location refused its overridden child, naming the rules that applied there."""
     found = labels if isinstance(labels, dict) else {}
-    rules = ", ".join(rule.name for rule in overrides_for(hub, location, found))
+    rules = ", ".join(rule.name for rule in location_rules(hub, objects, location, found))
     return f"the child in {location} refuses what its rules {rules} make: {err}"
 
 

@@ -113,6 +113,7 @@ class Folder:
             record.applied,
             now(),
             {loc: why for loc, why in record.override_failures.items() if loc in seen},
+            record.override_objects,
         )
         self.show_move(key, hub, status, waiting)
         pending = self.handoff.condition_of(key) if self.handoff is not None else None

