@@ -9,8 +9,10 @@ anyone from applying (the `kmc.dev/Placed` condition says what is wrong meanwhil
 
 `/admission/overrides` (validating) refuses a malformed `kmc.dev/overrides` the same way (an
 unknown rule, more than one key in a rule, a bad JSON Patch operation or path, an unknown
-variable, a bad selector), naming the field. A location name that is no Location yet is
-allowed: it may join later.
+variable, a bad selector), naming the field, and so a malformed `Override` or `ClusterOverride`
+(the same rules under `spec.rules`, and its targets, locations and selectors). A location name
+that is no Location yet is allowed: it may join later. A rule on `spec.replicas` is refused
+in both: a location's share is the placement's.
 
 `/admission/pods` (mutating) puts the scheduling gate `kmc.dev/placed-elsewhere` on a bare Pod
 created in a namespace we place, so that a hub with nodes of its own never runs a Pod we run
@@ -25,14 +27,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from apiserver.api.errors import bad_request
 from apiserver.contract import OVERRIDES, PLACED_ELSEWHERE, STRATEGY, never_placed
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kinds.core import bare
+from apiserver.models.location import GROUP
+from apiserver.models.override import CLUSTER_KIND, KIND, ClusterOverrideSpec, OverrideSpec
 from apiserver.objects import Obj
 from apiserver.overrides.annotation import parse_overrides
-from apiserver.overrides.rules import RuleError
+from apiserver.overrides.rules import RuleError, parse_rules
 from apiserver.placement.policy import denied
 from apiserver.placement.strategy import StrategyError, parse_strategy
 
@@ -76,7 +82,47 @@ async def review(request: web.Request) -> web.Response:
 
 async def review_overrides(request: web.Request) -> web.Response:
     asked = await _asked(request)
+    kind = asked.get("kind") or {}
+    if kind.get("group") == GROUP and kind.get("kind") in (KIND, CLUSTER_KIND):
+        return _answer(asked, judge_override_object(asked))
     return _answer(asked, judge_overrides(asked))
+
+
+def judge_override_object(asked: Obj) -> Obj:
+    """The `response` for an Override or ClusterOverride being written, minus its uid:
+    refused, naming the field, when its spec or one of its rules does not parse."""
+    obj = asked.get("object") or {}
+    model = ClusterOverrideSpec if obj.get("kind") == CLUSTER_KIND else OverrideSpec
+    try:
+        spec = model.model_validate(obj.get("spec") or {})
+        parse_rules(list(spec.rules), "spec.rules")
+    except ValidationError as error:
+        details = error.errors()
+        # A list whose one item failed is also "too short" once that item is dropped: say
+        # what is wrong with the item, not that.
+        named = [d for d in details if d["type"] != "too_short"] or details
+        problems = "; ".join(_spec_problem(detail) for detail in named)
+        return _denied(f"{_named(asked)}: {problems}. Fix it and apply again.")
+    except RuleError as err:
+        return _denied(f"{_named(asked)}: {err}. Fix the rule and apply again.")
+    return {"allowed": True}
+
+
+def _spec_problem(detail: ErrorDetails) -> str:
+    """`spec.targets[0].kind: required`, as a refusal names one problem of a spec."""
+    where = "spec" + "".join(
+        f"[{part}]" if isinstance(part, int) else f".{part}"
+        for part in detail["loc"]
+        if part != "[key]"
+    )
+    kind = detail["type"]
+    if kind == "missing":
+        return f"{where}: required"
+    if kind == "extra_forbidden":
+        return f"{where}: unknown field"
+    if kind == "value_error":
+        return f"{where}: {(detail.get('ctx') or {}).get('error', detail['msg'])}"
+    return f"{where}: {detail['msg'][:1].lower()}{detail['msg'][1:]}"
 
 
 def judge_overrides(asked: Obj) -> Obj:

@@ -114,3 +114,37 @@ def test_override_objects_in_order_changed_and_deleted(
         "after every override was deleted",
     )
     wait_overridden(hub, namespace, lambda c: c["reason"] == "NoOverrides")
+
+
+def test_a_malformed_override_is_refused_with_the_field_named(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    cases = {
+        "unknown-rule": (
+            override("bad", [{"imagee": {"tag": "2"}}]),
+            'Override NS/bad: spec.rules[0]: unknown rule "imagee": write one of image,',
+        ),
+        "replicas": (
+            override("bad", [{"patch": [{"op": "replace", "path": "/spec/replicas", "value": 1}]}]),
+            "spec.rules[0].patch[0]: /spec/replicas is the placement's",
+        ),
+        "bad-selector": (
+            override(
+                "bad",
+                site("x"),
+                locations={
+                    "locationSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}
+                },
+            ),
+            "spec.locations.locationSelector.matchExpressions[0]",
+        ),
+    }
+    for what, (manifest, expected) in cases.items():
+        refused = hub.run(
+            "apply", "-n", namespace, "-f", "-", stdin=json.dumps(manifest), check=False
+        )
+        assert refused.returncode == 1, f"{what}: {refused.stdout}"
+        assert 'admission webhook "override-objects.kmc.dev" denied the request' in refused.stderr
+        assert expected.replace("NS", namespace) in refused.stderr, refused.stderr
+    assert hub.json("get", "overrides", "-n", namespace)["items"] == []  # nothing changed
