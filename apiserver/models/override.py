@@ -62,6 +62,40 @@ class ClusterOverrideSpec(OverrideSpec):
     namespace_selector: LabelSelector | None = None
 
 
+class LocationCount(_Model):
+    name: StrictStr
+    objects: StrictInt
+
+
+class Failure(_Model):
+    """One object in one location its rules could not apply to (its child left as it was)."""
+
+    object: StrictStr  # `Deployment demo/web`
+    location: StrictStr
+    rule: StrictStr | None = None  # `spec.rules[1] (patch)`; unset: the child refused them all
+    error: StrictStr
+
+
+class Conflict(_Model):
+    """Another override at the same priority that sets the same path of the same object in
+    the same location: which one has the last word is only their names' order."""
+
+    object: StrictStr
+    location: StrictStr
+    path: StrictStr
+    other: StrictStr  # `Override demo/b`
+
+
+class OverrideStatus(_Model):
+    observed_generation: StrictInt | None = None
+    locations: tuple[LocationCount, ...] = ()
+    failures: tuple[Failure, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
 class Override(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
@@ -69,6 +103,7 @@ class Override(BaseModel):
     kind: str = KIND
     metadata: dict[str, Any]
     spec: OverrideSpec
+    status: OverrideStatus = OverrideStatus()
 
 
 class ClusterOverride(BaseModel):
@@ -78,3 +113,4 @@ class ClusterOverride(BaseModel):
     kind: str = CLUSTER_KIND
     metadata: dict[str, Any]
     spec: ClusterOverrideSpec
+    status: OverrideStatus = OverrideStatus()

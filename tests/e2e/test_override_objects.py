@@ -8,7 +8,8 @@ door with the field named."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from kmc_testbed import bed
 
 from .conftest import Kubectl
-from .test_overrides import OVERRIDES, env, wait_for, wait_overridden, web
+from .test_overrides import OVERRIDES, TIMEOUT, env, wait_for, wait_overridden, web
 from .test_placement import wait_placement
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
@@ -29,6 +30,23 @@ def override(name: str, rules: list[Any], priority: int = 0, **spec: Any) -> dic
         "metadata": {"name": name},
         "spec": {"targets": [DEPLOYMENT], "priority": priority, "rules": rules, **spec},
     }
+
+
+def wait_status(
+    hub: Kubectl, what: list[str], ok: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """An override's status once `ok` holds for it."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        status = hub.json("get", *what).get("status") or {}
+        if ok(status):
+            return status
+        assert time.monotonic() < deadline, f"{' '.join(what)}: status stayed {status}"
+        time.sleep(0.5)
+
+
+def counts(status: dict[str, Any]) -> dict[str, int]:
+    return {row["name"]: row["objects"] for row in status.get("locations") or []}
 
 
 def site(value: str, **more: str) -> list[Any]:
@@ -79,6 +97,24 @@ def test_override_objects_in_order_changed_and_deleted(
         "the overrides in order",
     )
     wait_overridden(hub, namespace, lambda c: c["status"] == "True" and c["reason"] == "Applied")
+    # Status: per location the objects it applies to; two at one priority setting one path.
+    wait_status(
+        hub, ["override", "region-us", "-n", namespace],
+        lambda st: counts(st) == {"us-east": 1, "us-west": 1} and st.get("observedGeneration") == 1,
+    )  # fmt: skip
+    wait_status(
+        hub, ["clusteroverride", cluster_override],
+        lambda st: counts(st) == {"eu-west": 1, "us-east": 1, "us-west": 1},
+    )  # fmt: skip
+    conflict = {
+        "object": f"Deployment {namespace}/web",
+        "location": "us-west",
+        "path": "containers/*/env/SITE",
+        "other": f"Override {namespace}/a-west",
+    }
+    wait_status(
+        hub, ["override", "west", "-n", namespace], lambda st: st.get("conflicts") == [conflict]
+    )
     shown = hub.json("get", "overrides", "-n", namespace)["items"]
     assert sorted(o["metadata"]["name"] for o in shown) == ["a-west", "region-us", "west"]
     assert hub.run("get", "ovr", "-n", namespace).returncode == 0  # the short name
@@ -95,6 +131,18 @@ def test_override_objects_in_order_changed_and_deleted(
         ),
         "after region-us changed",
     )
+
+    # A rule that cannot apply in eu-west: listed in its status, that child kept as it was.
+    broken = [{"patch": [{"op": "replace", "path": "/spec/nope", "value": 1}]}]
+    hub.apply(override("broken", broken, locations={"names": ["eu-west"]}), namespace)
+    status = wait_status(
+        hub, ["override", "broken", "-n", namespace], lambda st: bool(st.get("failures"))
+    )
+    (failure,) = status["failures"]
+    assert failure["object"] == f"Deployment {namespace}/web" and failure["location"] == "eu-west"
+    assert failure["rule"] == "spec.rules[0] (patch)"
+    assert "replace /spec/nope: no such path" in failure["error"]
+    wait_overridden(hub, namespace, lambda c: c["status"] == "False")
 
     # Deleted, one by one: each child gets what is left, and then the plain object.
     hub.run("delete", "override", "west", "-n", namespace)

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from apiserver.models.apiimport import APIImport
 from apiserver.models.location import Location
-from apiserver.models.override import ClusterOverrideSpec, OverrideSpec
+from apiserver.models.override import ClusterOverrideSpec, OverrideSpec, OverrideStatus
 from apiserver.placement.policy import PolicySpec
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
@@ -106,6 +106,8 @@ def test_placementpolicy_model_and_crd_agree() -> None:
 def test_override_models_and_crds_agree(name: str, model: type[BaseModel]) -> None:
     crd = crd_schema(name)
     assert differences(model_schema(model), crd["properties"]["spec"], ".spec") == []
+    status = crd["properties"]["status"]
+    assert differences(model_schema(OverrideStatus), status, ".status") == []
 
 
 @pytest.mark.parametrize(

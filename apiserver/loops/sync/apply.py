@@ -45,6 +45,7 @@ from apiserver.kinds import Change, Key, Kind
 from apiserver.kube import events
 from apiserver.kube.client import ApiError
 from apiserver.loops.sync.children import Children, ChildWatch
+from apiserver.loops.sync.overridestatus import Failed, Tally, source_id
 from apiserver.loops.sync.records import Records
 from apiserver.models.override_index import Source, location_rules, rules_of
 from apiserver.objects import Obj
@@ -58,12 +59,18 @@ log = logging.getLogger(__name__)
 
 class Applier:
     def __init__(
-        self, cache: HubCache, children: Children, records: Records, recorder: events.Recorder
+        self,
+        cache: HubCache,
+        children: Children,
+        records: Records,
+        recorder: events.Recorder,
+        tally: Tally | None = None,
     ) -> None:
         self.cache = cache
         self.children = children
         self.records = records
         self.events = recorder
+        self.tally = tally or Tally()  # what each Override applies to, for its status
 
     async def apply(
         self,
@@ -88,11 +95,12 @@ class Applier:
         record = self.records.of(key)
         objects = self.cache.overrides_of(kind, hub)
         record.override_objects = bool(objects)
+        applying = [s for s in objects if s.selects(location, labels or {})]
         try:
             before = rules_of(objects, location, labels or {})
             desired = location_child(hub, kind, location, shares, labels, added, before)
         except (RuleError, OverrideError) as err:
-            self._override_failed(key, hub, location, str(err))
+            self._override_failed(key, hub, location, str(err), applying, _whose(err, applying))
             return True  # left as it was; a change of the object or the Location retries
         current = watch.get(key)
         held = held and current is not None
@@ -114,7 +122,7 @@ class Applier:
             if change is Change.REPLACE:
                 return await self.replace(key, kind, hub, location)
             if unchanged or change is Change.KEEP:
-                self._overrides_applied(key, location)
+                self._overrides_applied(key, location, applying)
                 record.applied_in(
                     location,
                     int(meta.get("generation", 0)),
@@ -138,11 +146,11 @@ class Applier:
                 key, kind, hub, location, shares, added, held, objects
             ):
                 why = _refusal(hub, objects, location, labels, err)
-                self._override_failed(key, hub, location, why)
+                self._override_failed(key, hub, location, why, applying, Failed(None, None, why))
                 return True  # left as it was, as for a rule that fails here
             log.warning("%s: applying to %s failed: %s", key, location, err)
             return False
-        self._overrides_applied(key, location)
+        self._overrides_applied(key, location, applying)
         record.written[location] = (digest, _version(answer))
         record.applied_in(
             location,
@@ -182,13 +190,24 @@ class Applier:
         log.info("%s: %s refuses the object only with its overrides", key, location)
         return True
 
-    def _overrides_applied(self, key: Key, location: str) -> None:
+    def _overrides_applied(self, key: Key, location: str, applying: list[Source]) -> None:
         """The child holds what its rules make: a failure there is over. (Cleared only
         then: a child that refuses the result fails again after its rules applied.)"""
+        self.tally.saw(key, location, applying)
         if self.records.of(key).override_failures.pop(location, None) is not None:
             log.info("%s: overrides apply in %s again", key, location)
 
-    def _override_failed(self, key: Key, hub: Obj, location: str, why: str) -> None:
+    def _override_failed(
+        self,
+        key: Key,
+        hub: Obj,
+        location: str,
+        why: str,
+        applying: list[Source],
+        failed: Failed | None,
+    ) -> None:
+        if failed is not None:
+            self.tally.saw(key, location, applying, failed)
         record = self.records.of(key)
         if record.override_failures.get(location) == why:
             return
@@ -307,8 +326,20 @@ class Applier:
                 log.warning("%s: deleting from %s failed: %s", key, location, err)
                 return False
         self.records.of(key).gone_from(location)
+        self.tally.drop(key, location)
         log.info("%s: removed from %s", key, location)
         return True
+
+
+def _whose(err: RuleError | OverrideError, applying: list[Source]) -> Failed | None:
+    """Which of the Override objects failed (None: the object's own annotation did)."""
+    for source in applying:
+        if isinstance(err, OverrideError) and err.rule.source.startswith(f"{source.label}:"):
+            rule = err.rule.name.removeprefix(f"{source.label}: ")
+            return Failed(source_id(source), rule, err.problem)
+        if isinstance(err, RuleError) and source.error == str(err):
+            return Failed(source_id(source), None, str(err))
+    return None
 
 
 def _refusal(hub: Obj, objects: list[Source], location: str, labels: object, err: ApiError) -> str:

@@ -40,6 +40,7 @@ from apiserver.loops.sync.bounded import Bounded
 from apiserver.loops.sync.children import STAY_WITH_WORKLOADS, Children
 from apiserver.loops.sync.cleanup import Cleaner
 from apiserver.loops.sync.fold import Folder, Hold
+from apiserver.loops.sync.overridestatus import Tally, Writer
 from apiserver.loops.sync.records import Records
 from apiserver.models.override_index import read as read_override
 from apiserver.objects import Obj, ReadOnly
@@ -88,7 +89,9 @@ class SyncLoop:
         self.children = Children(clients, watched, self.queue.add)
         recorder = events.Recorder(cache.hub, SYNC_MANAGER)
         self.bounded = Bounded(leadership, self.queue.add, settings.patience, settings.per_location)
-        self.applier = Applier(cache, self.children, self.records, recorder)
+        self.tally = Tally()
+        self.applier = Applier(cache, self.children, self.records, recorder, self.tally)
+        self.override_status = Writer(cache, self.tally, leadership, settings.count_interval)
         self.folder = Folder(
             self.hub,
             self.records,
@@ -129,6 +132,7 @@ class SyncLoop:
             for _ in range(self.settings.workers)
         ]
         workers.append(asyncio.create_task(self._report_counts()))
+        workers.append(asyncio.create_task(self.override_status.run()))
         try:
             await asyncio.gather(*workers)
         finally:
@@ -166,6 +170,9 @@ class SyncLoop:
         at no other."""
         if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
             return
+        if event != "DELETED":
+            meta = obj["metadata"]
+            self.tally.changed((str(meta.get("namespace") or ""), meta["name"]))
         for version in (obj, old):
             source = read_override(version) if version is not None else None
             if source is not None:
@@ -324,6 +331,7 @@ class SyncLoop:
         if self.handoff is not None:
             self.handoff.forget(key)
         self.records.forget(key)
+        self.tally.drop(key)
         self.children.forget(key)
         self.queue.forget(key)
 
