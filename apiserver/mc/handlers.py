@@ -411,10 +411,19 @@ async def _locations(request: web.Request, kind: Kind) -> web.StreamResponse:
     rows = progress.rows(kind, hub, explanation.verdicts)
     went = along.companions(kind, hub, along.gather(request.app[HUB_CACHE], kind, hub))
     by_location = along.by_location((row["location"] for row in rows), went, progress.held_in)
-    obj = locations_sub.placement_object(hub, rows, by_location)
+    cache: HubCache = request.app[HUB_CACHE]
+    labels = {
+        row["location"]: (cache.locations.get(row["location"]) or {})
+        .get("metadata", {})
+        .get("labels")
+        or {}
+        for row in rows
+    }
+    overrides = locations_sub.overrides_by_location(hub, cache.overrides_of(kind, hub), labels)
+    obj = locations_sub.placement_object(hub, rows, by_location, overrides)
     if wanted.format == "table":
         include = table.include_object(request.query)
-        printed = [(cells, obj) for cells in locations_sub.rows(rows, by_location)]
+        printed = [(cells, obj) for cells in locations_sub.rows(rows, by_location, overrides)]
         return json_response(table_of(wanted, locations_sub.COLUMNS, printed, include))
     return json_response(obj)
 

@@ -273,6 +273,15 @@ _PLACED_LOCATION: dict[str, Any] = {
             ),
             "items": ref(ALONG),
         },
+        "overrides": {
+            "type": "array",
+            "description": (
+                "The overrides that apply to the workload in this location, in the order they "
+                "apply: ClusterOverrides, the namespace's Overrides, then its own "
+                "kmc.dev/overrides annotation."
+            ),
+            "items": {"type": "string"},
+        },
     },
 }
 

@@ -97,6 +97,25 @@ def test_override_objects_in_order_changed_and_deleted(
         "the overrides in order",
     )
     wait_overridden(hub, namespace, lambda c: c["status"] == "True" and c["reason"] == "Applied")
+    # The locations sub-resource names them per location, in the order they apply.
+    sub = ["deployments.mc.kmc.dev", "web", "-n", namespace, "--subresource", "locations"]
+    placement = hub.json("get", *sub)
+    applied = {row["location"]: row["overrides"] for row in placement["locations"]}
+    admin_name = f"ClusterOverride {cluster_override}"
+    assert applied == {
+        "eu-west": [admin_name, OVERRIDES],
+        "us-east": [admin_name, f"Override {namespace}/region-us"],
+        "us-west": [
+            admin_name,
+            f"Override {namespace}/region-us",
+            f"Override {namespace}/a-west",
+            f"Override {namespace}/west",
+        ],
+    }
+    printed = hub.run("get", *sub).stdout
+    assert "OVERRIDES" in printed.splitlines()[0]
+    assert f"{admin_name}, {OVERRIDES}" in printed
+
     # Status: per location the objects it applies to; two at one priority setting one path.
     wait_status(
         hub, ["override", "region-us", "-n", namespace],

@@ -103,6 +103,7 @@ def test_a_subresource_over_a_list_and_describe(
         "SYNCED-GENERATION",
         "STATE",
         "MESSAGE",
+        "OVERRIDES",
     ]
     by_name: dict[str, dict[str, int]] = {}
     for r in rows(out):

@@ -12,6 +12,7 @@ from apiserver.contract import OVERRIDES
 from apiserver.kinds import ALL, Kind
 from apiserver.models.override_index import Index, location_rules, read, rules_of
 from apiserver.overrides.rules import RuleError
+from apiserver.subresources.locations import overrides_by_location, rows
 from apiserver.sync.desired import location_child
 
 DEPLOYMENT = ("apps", "Deployment")
@@ -177,3 +178,28 @@ def test_the_annotation_has_the_last_word() -> None:
     }
     assert found == {"SITE": "annotation", "TEAM": "ops"}
     assert child["spec"]["replicas"] == 2
+
+
+def test_the_locations_rows_name_the_overrides_that_apply_there() -> None:
+    index = Index()
+    eu = {"locationSelector": {"matchLabels": EU}}
+    index.put(override("eu", env("eu"), locations=eu))
+    index.put(override("admin", env("admin"), namespace=""))
+    hub = deployment()
+    hub["metadata"]["annotations"][OVERRIDES] = json.dumps({"us-west": env("annotation")})
+    objects = index.applying(DEPLOYMENT, "shop", "web", {}, {})
+    found = overrides_by_location(hub, objects, {"eu-west": EU, "us-west": {"region": "us"}})
+    assert found == {
+        "eu-west": ["ClusterOverride admin", "Override shop/eu"],
+        "us-west": ["ClusterOverride admin", OVERRIDES],
+    }
+    row = {
+        "location": "us-west",
+        "desired": 1,
+        "ready": 1,
+        "available": 1,
+        "syncedGeneration": 1,
+        "state": "Synced",
+        "message": "",
+    }
+    assert rows([row], None, found)[0][7] == f"ClusterOverride admin, {OVERRIDES}"  # type: ignore[list-item]
