@@ -57,6 +57,7 @@ class Tally:
         self._reach: dict[Child, dict[SourceId, Source]] = {}
         self._by_source: dict[SourceId, set[Child]] = {}
         self._failed: dict[Child, Failed] = {}
+        self._locations: dict[Key, set[str]] = {}  # hub object -> its children we tallied
         self.dirty: set[SourceId] = set()
 
     def saw(
@@ -80,14 +81,17 @@ class Tally:
             self._failed.pop(child, None)
         else:
             self._failed[child] = failed
+        if now or failed is not None:
+            self._locations.setdefault(key, set()).add(location)
 
     def drop(self, key: Key, location: str | None = None) -> None:
         """A child gone (or every child of a hub object gone)."""
-        children = [c for c in list(self._reach) if c[0] == key and location in (None, c[1])]
-        for child in children:
-            self.saw(*child, ())
-        for child in [c for c in list(self._failed) if c[0] == key and location in (None, c[1])]:
-            del self._failed[child]
+        known = self._locations.get(key, set())
+        for gone in [location] if location is not None else sorted(known):
+            self.saw(key, gone, ())
+            known.discard(gone)
+        if not known:
+            self._locations.pop(key, None)
 
     def changed(self, source: SourceId) -> None:
         """Its spec changed: its status says which generation it reflects."""
