@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -137,12 +138,21 @@ def _sets(source: Source) -> frozenset[str]:
 
 class Writer:
     """Writes the statuses the tally marked, every `interval`, each only when it differs from
-    the hub's."""
+    the hub's. A change of counts alone (objects coming and going) waits `quiet` since that
+    override's last write, so a burst of creates costs the hub one status write per override,
+    not one per interval; a new failure, conflict or generation goes at once."""
 
     def __init__(
-        self, cache: HubCache, tally: Tally, leadership: Leadership, interval: float
+        self,
+        cache: HubCache,
+        tally: Tally,
+        leadership: Leadership,
+        interval: float,
+        quiet: float = 10.0,
     ) -> None:
         self.cache, self.tally, self.leadership, self.interval = cache, tally, leadership, interval
+        self.quiet = quiet
+        self._written: dict[SourceId, float] = {}  # when we last wrote its status (monotonic)
 
     async def run(self) -> None:
         while True:
@@ -156,10 +166,20 @@ class Writer:
             informer = self.cache.overrides if namespace else self.cache.cluster_overrides
             raw = informer.get(f"{namespace}/{name}" if namespace else name)
             if raw is None:
+                self._written.pop((namespace, name), None)
                 continue  # deleted: nothing to write on
             meta = raw["metadata"]
             status = self.tally.status((namespace, name), meta.get("generation")).to_json()
-            if status == (raw.get("status") or {}):
+            current = raw.get("status") or {}
+            if status == current:
+                continue
+            counts_only = all(
+                status.get(field) == current.get(field)
+                for field in ("observedGeneration", "failures", "conflicts")
+            )
+            last = self._written.get((namespace, name))
+            if counts_only and last is not None and time.monotonic() - last < self.quiet:
+                self.tally.dirty.add((namespace, name))  # later, with whatever came meanwhile
                 continue
             path = (
                 f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURAL}/{name}"
@@ -173,4 +193,5 @@ class Writer:
                     log.warning("%s: writing its status failed: %s", path, err)
                     self.tally.dirty.add((namespace, name))
                 continue
+            self._written[(namespace, name)] = time.monotonic()
             await informer.observe(answer)

@@ -3,10 +3,10 @@ when what it says changes."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from apiserver.kinds import Key
-from apiserver.loops.sync.overridestatus import Failed, Tally
+from apiserver.loops.sync.overridestatus import Failed, Tally, Writer
 from apiserver.models.override_index import Source, read
 
 WEB, API = Key("Deployment", "shop", "web"), Key("Deployment", "shop", "api")
@@ -67,3 +67,52 @@ def test_counts_failures_and_conflicts() -> None:
     assert tally.dirty == {("shop", "a"), ("shop", "b"), ("shop", "high")}
     assert tally.status(("shop", "b"), 1).to_json()["locations"] == []
     assert tally.status(("shop", "a"), 1).to_json()["conflicts"] == []
+
+
+class _Informer:
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.raw if key == "shop/a" else None
+
+    async def observe(self, obj: dict[str, Any]) -> None:
+        self.raw = obj
+
+
+class _Hub:
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, Any]] = []
+
+    async def merge_patch(self, path: str, body: Any) -> dict[str, Any]:
+        self.patches.append((path, body))
+        return {"metadata": {"name": "a", "namespace": "shop", "generation": 1}, **body}
+
+
+async def test_counts_alone_wait_their_quiet_a_failure_does_not() -> None:
+    hub, informer = (
+        _Hub(),
+        _Informer({"metadata": {"name": "a", "namespace": "shop", "generation": 1}}),
+    )
+    cache: Any = type("Cache", (), {"hub": hub, "overrides": informer, "cluster_overrides": None})()
+    tally = Tally()
+    writer = Writer(cache, tally, cast(Any, None), interval=1.0, quiet=3600)
+    a = source("a", [{"env": {"set": {"SITE": "a"}}}])
+    tally.saw(WEB, "eu-west", [a])
+    await writer.write_due()
+    assert [p for p, _ in hub.patches] == [
+        "/apis/kmc.dev/v1alpha1/namespaces/shop/overrides/a/status"
+    ]
+    tally.saw(API, "eu-west", [a])  # one more object: a count, held back
+    await writer.write_due()
+    assert len(hub.patches) == 1 and tally.dirty == {("shop", "a")}
+    tally.saw(API, "us-west", [a], Failed(("shop", "a"), "spec.rules[0] (env)", "no container"))
+    await writer.write_due()  # a failure: at once, with the counts that waited
+    assert len(hub.patches) == 2
+    written = hub.patches[-1][1]["status"]
+    assert written["locations"] == [
+        {"name": "eu-west", "objects": 2},
+        {"name": "us-west", "objects": 1},
+    ]
+    await writer.write_due()
+    assert len(hub.patches) == 2  # nothing new: nothing written
