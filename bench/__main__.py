@@ -27,6 +27,7 @@ from bench import (
     fairness,
     forged,
     integrity,
+    overrides,
     placement,
     remote,
     revocation,
@@ -85,6 +86,9 @@ GOALS = {
     # Issue 31: mirroring the children's EndpointSlices costs the hub no more than one write
     # per change of a child slice (the children's own successful slice writes, same window).
     "hub_endpointslice_writes_per_child_slice_change": ("<=", 1),
+    # Issue 32: ten Overrides in the namespace cost a create at most a tenth more.
+    "overrides_propagation_p50_ratio": ("<=", 1.1),
+    "overrides_propagation_p99_ratio": ("<=", 1.1),
 }
 
 
@@ -103,6 +107,10 @@ def run_all(quick: bool, with_load: bool = False) -> list[dict[str, Any]]:
     step("kmc-apiserver at rest", sync.kmc_usage)
     step("propagation", lambda: asyncio.run(sync.propagation(50 if quick else 200)))
     step("status fold-up", lambda: asyncio.run(sync.foldup(20 if quick else 50)))
+    step(
+        "propagation with 10 Overrides against none",
+        lambda: asyncio.run(overrides.propagation(50 if quick else 200)),
+    )
     step("hub creates with and without kmc-apiserver", lambda: sync.hub_creates(200))
     step(
         "punch-through, 3 locations",
@@ -123,6 +131,10 @@ def run_all(quick: bool, with_load: bool = False) -> list[dict[str, Any]]:
     count = 300 if quick else 1000
     step(f"converge {count}", lambda: _converge(count))
     step(f"fairness, {count} in another namespace", lambda: fairness.measure(count))
+    step(
+        f"an Override change reaching {count} targets",
+        lambda: asyncio.run(overrides.change(count)),
+    )
     step(
         f"endpoints: fold latency, and hub writes while {count} Deployments with Services converge",
         lambda: endpoints.measure(count, 15 if quick else 30, 1 if quick else 2),
@@ -271,6 +283,15 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         "endpoint_fold_p99_ratio": figure(rows, "endpoints.fold", "p99_ms", "ratio"),
         "hub_endpointslice_writes_per_child_slice_change": figure(
             rows, "endpoints.writes", f"hub_endpointslice_writes_per_child_slice_change_{count}"
+        ),
+        "overrides_propagation_p50_ratio": figure(
+            rows, "overrides.propagation", "p50_ms_10_overrides_vs_none", "ratio"
+        ),
+        "overrides_propagation_p99_ratio": figure(
+            rows, "overrides.propagation", "p99_ms_10_overrides_vs_none", "ratio"
+        ),
+        f"override_change_to_{count}_targets_s": figure(
+            rows, "overrides.change", f"s_to_{count}_targets_updated"
         ),
     }
 
