@@ -17,8 +17,17 @@ import pytest
 from kmc_testbed import bed
 
 from .conftest import Kubectl
-from .test_overrides import OVERRIDES, TIMEOUT, env, wait_for, wait_overridden, web
+from .test_overrides import (
+    OVERRIDES,
+    TIMEOUT,
+    container,
+    env,
+    wait_for,
+    wait_overridden,
+    web,
+)
 from .test_placement import wait_placement
+from .test_sync import child_deployments
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
 
@@ -215,3 +224,38 @@ def test_a_malformed_override_is_refused_with_the_field_named(
         assert 'admission webhook "override-objects.kmc.dev" denied the request' in refused.stderr
         assert expected.replace("NS", namespace) in refused.stderr, refused.stderr
     assert hub.json("get", "overrides", "-n", namespace)["items"] == []  # nothing changed
+
+
+def test_a_move_carries_the_destinations_override_objects_and_diff_shows_them(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    hub.apply(override("east", site("east"), locations={"names": ["us-east"]}), namespace)
+    mirror = [{"image": {"registry": "mirror.eu.example"}}]
+    hub.apply(override("eu", mirror, locations={"names": ["eu-west"]}), namespace)
+    obj = web(None)
+    obj["metadata"]["annotations"] = {
+        "kmc.dev/strategy": json.dumps({"type": "Split", "pin": ["us-east"]})
+    }
+    hub.apply(obj, namespace)
+    wait_placement(hub, "deployment", "web", namespace, lambda p: set(p) == {"us-east"})
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        east = child_deployments(kubectl, "web", namespace).get("us-east")
+        if east is not None and env(east) == {"SITE": "east"}:
+            break
+        assert time.monotonic() < deadline, "us-east never got its Override"
+        time.sleep(0.5)
+    hub.mc(
+        "move", "deployment/web", "--to", "eu-west", "--wait", "--timeout", "5m", "-n", namespace
+    )
+    children = child_deployments(kubectl, "web", namespace)
+    assert set(children) == {"eu-west"}
+    moved = container(children["eu-west"])
+    assert moved["image"] == "mirror.eu.example/web:1"
+    assert "env" not in moved  # us-east's Override stayed with us-east
+    # kubectl mc diff shows what eu-west gets from the Override, as the child holds it.
+    diff = hub.mc("diff", "web", "-n", namespace, "--location", "eu-west", check=False)
+    assert diff.returncode == 1, diff.stderr
+    added = [line for line in diff.stdout.splitlines() if line.startswith("+")]
+    assert any("image: mirror.eu.example/web:1" in line for line in added), diff.stdout
