@@ -156,6 +156,7 @@ def test_locations_and_strategy_subresources(
         "SYNCED-GENERATION",
         "STATE",
         "MESSAGE",
+        "OVERRIDES",
     ]
     printed = rows(out)
     assert [r[0] for r in printed] == sorted(CHILDREN)
