@@ -134,7 +134,11 @@ class Figures:
     largest_class: tuple[str, int, int] = ("", 0, 0)
     most_methods: tuple[str, int, int] = ("", 0, 0)
     largest_function: tuple[str, int] = ("", 0)
+    modules: int = 0
+    lines: int = 0
+    functions: int = 0
     any_in_signatures: int = 0
+    any_in_plugin_signatures: int = 0
     functions_with_any: int = 0
     any_words: int = 0
     obj_definitions: list[str] = field(default_factory=list)
@@ -435,7 +439,10 @@ def measure(root: Path) -> Figures:
                 if size > figures.largest_function[1]:
                     figures.largest_function = (f"{module.path} {node.name}", size)
                 count = signature_any(node)
+                figures.functions += 1
                 figures.any_in_signatures += count
+                if module.name.startswith("kubectl_mc"):
+                    figures.any_in_plugin_signatures += count
                 figures.functions_with_any += int(count > 0)
             elif isinstance(node, ast.Assign | ast.AnnAssign):
                 bound = node.targets[0] if isinstance(node, ast.Assign) else node.target
@@ -452,6 +459,8 @@ def measure(root: Path) -> Figures:
                     for key, value in pairs
                 ):
                     figures.status_literals.append(where)
+        figures.modules += 1
+        figures.lines += len(module.lines)
         text = "\n".join(module.lines)
         figures.placement_dicts += text.count("dict[str, int | None]")
         figures.any_words += sum(
@@ -482,6 +491,7 @@ def report(root: Path, figures: Figures) -> str:
     lines = [
         f"# house figures for {root}",
         f"layers from: {figures.layers_source}",
+        f"size: {figures.modules} modules, {figures.lines} lines, {figures.functions} functions",
         f"upward imports: {len(figures.upward)}",
         *(f"  {item}" for item in figures.upward),
         f"package-level import cycles: {len(figures.cycles)}",
@@ -494,7 +504,8 @@ def report(root: Path, figures: Figures) -> str:
         f"most methods: {most} ({most_lines} lines, {most_methods} methods)",
         f"largest function: {fn} ({fn_lines} lines)",
         f"explicit Any in function signatures: {figures.any_in_signatures}"
-        f" (in {figures.functions_with_any} functions; the word Any anywhere: {figures.any_words})",
+        f" ({figures.any_in_plugin_signatures} of them in kubectl_mc; in"
+        f" {figures.functions_with_any} functions; the word Any anywhere: {figures.any_words})",
         f"Obj definitions: {len(figures.obj_definitions)}",
         *(f"  {item}" for item in figures.obj_definitions),
         f"dict[str, int | None] written out: {figures.placement_dicts}",
