@@ -18,6 +18,7 @@ import threading
 import time
 
 from kubectl_mc.kube import KubeError
+from kubectl_mc.resources import WORKLOADS as _WORKLOAD_KINDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,13 +30,12 @@ REMOTE = "/apis/remote.kmc.dev/v1alpha1"
 LOCATION = "kmc.dev/location"
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 MAX_BACKOFF = 10.0
-# kubectl's names for workloads (`kubectl logs deploy/web`), as the hub serves them.
+# kubectl's names for workloads (`kubectl logs deploy/web`), as the hub serves them: each name
+# of each kind in the plugin's one table of workloads → (its apiVersion, its plural).
 WORKLOADS = {
-    **dict.fromkeys(("deploy", "deployment", "deployments"), ("apps/v1", "deployments")),
-    **dict.fromkeys(("sts", "statefulset", "statefulsets"), ("apps/v1", "statefulsets")),
-    **dict.fromkeys(("ds", "daemonset", "daemonsets"), ("apps/v1", "daemonsets")),
-    **dict.fromkeys(("rs", "replicaset", "replicasets"), ("apps/v1", "replicasets")),
-    **dict.fromkeys(("job", "jobs"), ("batch/v1", "jobs")),
+    alias: (f"{w.group}/{w.version}", w.plural)
+    for w in _WORKLOAD_KINDS.values()
+    for alias in (w.plural, w.singular, *w.shorts)
 }
 POD_WORDS = ("po", "pod", "pods")
 

@@ -37,10 +37,9 @@ from kubectl_mc.drain import NoSuchLocation
 from kubectl_mc.resources import WORKLOADS, Workload
 
 if TYPE_CHECKING:
-    from kubectl_mc.kube import Client
+    from kubectl_mc.kube import Client, Obj
     from kubectl_mc.progress import Progress
 
-Obj = dict[str, Any]
 VIEWS = "/apis/mc.kmc.dev/v1alpha1"
 PLACEMENT = "kmc.dev/placement"
 

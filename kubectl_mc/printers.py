@@ -17,7 +17,8 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a few mill
 if TYPE_CHECKING:
     from typing import Any
 
-Obj = dict[str, "Any"]
+    from kubectl_mc.kube import Obj
+
 FORMATS = ("custom-columns", "json", "jsonpath", "name", "wide", "yaml")
 
 

@@ -147,6 +147,7 @@ POD = Kind(
     fold_rules=Rules(fields=_pod_fields, observes_generation=False),
     # log, exec, attach and portforward: served by the child that holds the pod (streams).
     remote=Remote("pod", "pods", "core v1", ("log", "exec", "attach", "portforward")),
+    moved_note=" (a Pod cannot change where it runs: it is made anew where it goes)",
 )
 SERVICE = Kind(
     "Service",

@@ -178,6 +178,8 @@ class Kind:
     # intermediary of this kind whose name ends in the pod-template-hash (`via`).
     owns_pods: bool = False
     pods_via: str | None = None
+    # Said after each Event of a placement that changed (a Pod cannot move: it is made anew).
+    moved_note: str = ""
     view: View | None = field(default=None, compare=False)
     remote: Remote | None = field(default=None, compare=False)
 

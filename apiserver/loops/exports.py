@@ -27,6 +27,7 @@ from apiserver.contract import (
     MCS_SERVICE_NAME,
     SERVICE_NAME,
     SLICE_MANAGER,
+    Placement,
     now,
     only_status_changed,
     read_placement,
@@ -265,7 +266,7 @@ class ExportsLoop:
         self,
         export: Obj,
         service: Obj | None,
-        placement: dict[str, int | None],
+        placement: Placement,
         failed: dict[str, str],
     ) -> None:
         """The export's Valid and Ready conditions, written only when they change."""

@@ -12,6 +12,7 @@ from typing import Any
 from kmc_testbed import bed
 
 from .conftest import CHILDREN, Kubectl
+from .test_streams import plugin
 
 
 def children_of(kubectl: dict[str, Kubectl], name: str, namespace: str) -> dict[str, Any]:
@@ -50,6 +51,11 @@ def test_kubectl_run_on_the_hub_runs_in_one_location_and_kubectl_wait_works(
     assert "schedulingGates" not in child["spec"] and child["spec"]["nodeName"]
     assert pod["status"]["phase"] == "Running"
     assert pod["status"]["podIP"] == child["status"]["podIP"]
+    # Found by its hub name for logs and exec through the hub.
+    logs = plugin("logs", "debug", "-n", namespace)
+    assert f"a fake pod of {location}, simulated by kwok" in logs.stdout, logs.stderr
+    done = plugin("exec", "debug", "-n", namespace, "--", "sh", "-c", "echo hi; exit 4")
+    assert (done.returncode, done.stdout) == (4, "hi\n"), done.stderr
     # A move makes it anew in the new location, and the old one goes.
     elsewhere = next(c for c in CHILDREN if c != location)
     strategy = json.dumps({"type": "Single", "pin": [elsewhere]})
@@ -62,6 +68,11 @@ def test_kubectl_run_on_the_hub_runs_in_one_location_and_kubectl_wait_works(
         )
     )
     hub.run("wait", "--for=condition=Ready", "pod/debug", "-n", namespace, "--timeout=180s")
+    said = hub.json("get", "events", "-n", namespace, "--field-selector=involvedObject.name=debug")
+    assert any(
+        e["reason"] == "SpilledOver" and "made anew where it goes" in e["message"]
+        for e in said["items"]
+    ), [e["message"] for e in said["items"]]
     # Deleting the hub Pod deletes the child's.
     hub.run("delete", "pod", "debug", "-n", namespace, "--wait=false")
     wait_for(lambda: not children_of(kubectl, "debug", namespace))

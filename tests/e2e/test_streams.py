@@ -9,6 +9,7 @@ own RBAC refusing by name, and bad input answered in kubectl's words.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -23,6 +24,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from kmc_testbed import bed, config
 
@@ -345,6 +348,74 @@ def test_an_spdy_upgrade_is_switched_through_the_hub_too(
     assert lines[0].startswith("http/1.1 101"), lines
     assert "upgrade: spdy/3.1" in lines
     assert "x-stream-protocol-version: v4.channel.k8s.io" in lines
+
+
+def test_attach_reads_the_pods_output_through_the_hub(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, tmp_path: Path
+) -> None:
+    """`attach` is switched like exec: a WebSocket through the hub's aggregator and
+    kmc-apiserver to the child's kubelet, its stdout on channel 1, as kubectl reads it. kwok
+    attaches to the end of the pod's attach file: what is written there from then on."""
+    pods = placed(kubectl["hub"], namespace)
+    pod = pods["eu-west"]
+    output = tmp_path / "attached.log"
+    output.write_text("")
+    kubectl["eu-west"].apply(
+        {
+            "apiVersion": KWOK,
+            "kind": "Attach",
+            "metadata": {"name": pod},
+            "spec": {"attaches": [{"logsFile": str(output)}]},
+        },
+        namespace,
+    )
+    hub = installed.cluster("hub")
+    pki = config.state_dir() / "hub" / "pki"
+    context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    context.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+    url = (
+        f"wss://127.0.0.1:{hub.ports['apiserver']}{REMOTE}/namespaces/{namespace}/pods/"
+        f"{pod}/attach?stdout=true&stderr=true"
+    )
+
+    async def attached() -> bytes:
+        """What one attach reads in 10 s, or until it sees a tick. (kwok reads its Attach
+        from a watch: until it has, an attach follows the bed's default file instead.)"""
+        seen = b""
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(url, ssl=context, protocols=("v4.channel.k8s.io",)) as ws,
+        ):
+            assert ws.protocol == "v4.channel.k8s.io"
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(10):
+                    async for message in ws:
+                        assert message.type == aiohttp.WSMsgType.BINARY, message
+                        if message.data[:1] == b"\x01":
+                            seen += message.data[1:]
+                        if b"attached tick" in seen:
+                            break
+        return seen
+
+    def read_a_tick() -> bytes:
+        seen = asyncio.run(attached())
+        return seen if b"attached tick" in seen else b""
+
+    written = threading.Event()
+
+    def tick() -> None:
+        count = 0
+        while not written.wait(0.5):
+            with output.open("a") as file:
+                file.write(cri(f"attached tick {count}"))
+            count += 1
+
+    threading.Thread(target=tick, daemon=True).start()
+    try:
+        seen = wait_until("an attach to read the pod's output", read_a_tick, 180)
+    finally:
+        written.set()
+    assert re.search(rb"attached tick \d+", seen), seen
 
 
 # --- port-forward ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from apiserver import kinds
 from apiserver.contract import SERVICE_ACCOUNT
 from apiserver.locations import renew
 from kubectl_mc import location_account
@@ -70,3 +71,28 @@ def test_unjoin_removes_all_but_the_namespace_the_aggregating_role_before_its_pa
         ("ClusterRole", "kmc:location-builtin"),
         ("ServiceAccount", "kmc-location"),
     ]
+
+
+def _granted(group: str, resource: str) -> set[str]:
+    """The verbs the join account's rules give on one resource in a child."""
+    verbs: set[str] = set()
+    for _, rule in location_account.RULES:
+        if group in rule.get("apiGroups", []) and resource in rule.get("resources", []):
+            verbs |= set(rule["verbs"])
+    return verbs
+
+
+def test_the_join_account_may_write_every_placed_kind_and_read_every_punched_through_one() -> None:
+    """A kind is one entry in `apiserver/kinds/`, but the account kmc-apiserver uses in a
+    joined child is the plugin's (which never imports the server): a kind added there and not
+    here would be refused in every joined child. Each placed kind may be written and watched,
+    each kind punch-through serves may be read."""
+    write = {"get", "list", "watch", "create", "update", "patch", "delete"}
+    for kind in kinds.PLACED.values():
+        group = kind.api_version.rpartition("/")[0]
+        missing = write - _granted(group, kind.plural)
+        assert not missing, f"{kind.plural}.{group or 'core'}: the join account lacks {missing}"
+    for kind in kinds.REMOTE.values():
+        group = kind.api_version.rpartition("/")[0]
+        missing = {"get", "list", "watch"} - _granted(group, kind.plural)
+        assert not missing, f"{kind.plural}.{group or 'core'}: the join account lacks {missing}"

@@ -18,6 +18,7 @@ from kubectl_mc.argv import normalize
 from kubectl_mc.execute import query
 from kubectl_mc.kube import KubeError
 from kubectl_mc.portforward import PortForwardError, parse_ports
+from kubectl_mc.resources import WORKLOADS
 
 # --- WebSocket ---------------------------------------------------------------------------------
 
@@ -166,6 +167,21 @@ def test_targets_are_kubectls() -> None:
     for target, selector in (("svc/web", None), ("deploy/", None), (None, None), ("x", "a=b")):
         with pytest.raises(logs.LogsError):
             logs.parse_target(target, selector)
+
+
+def test_every_workload_kind_is_read_by_each_of_its_names() -> None:
+    """Logs read the plugin's one table of workloads: a kind added there needs no second
+    edit here, and every name kubectl gives it (plural, singular, short) works."""
+    names = 0
+    for plural, workload in WORKLOADS.items():
+        api_version = f"{workload.group}/{workload.version}"
+        for name in (plural, workload.singular, *workload.shorts):
+            assert logs.WORKLOADS[name] == (api_version, plural)
+            assert logs.parse_target(f"{name.upper()}/web", None) == (name, "web")
+            names += 1
+    assert len(logs.WORKLOADS) == names  # and nothing else
+    assert logs.WORKLOADS["deploy"] == ("apps/v1", "deployments")
+    assert logs.WORKLOADS["job"] == ("batch/v1", "jobs")
 
 
 def test_selectors_of_workloads() -> None:

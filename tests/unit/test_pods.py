@@ -9,10 +9,14 @@ from typing import Any
 
 from apiserver.admission import gate
 from apiserver.contract import PLACED_ELSEWHERE
-from apiserver.kinds import POD
+from apiserver.kinds import DEPLOYMENT, POD
+from apiserver.loops.placement.writes import Writer
 from apiserver.objects import Obj
+from apiserver.placement.engine import Decision
 from apiserver.sync.desired import child_object
 from apiserver.sync.status import fold
+
+from .follow_fakes import RecordingEvents
 
 PLACED_NS: Obj = {"metadata": {"name": "demo"}}
 
@@ -103,3 +107,16 @@ def test_the_hub_pod_shows_its_childs_status() -> None:
     } == {k: running[k] for k in ("phase", "podIP", "podIPs", "startTime", "containerStatuses")}
     ready = {c["type"]: c["status"] for c in status["conditions"]}
     assert ready == {"Ready": "True", "kmc.dev/Synced": "True"}
+
+
+def test_a_pods_move_says_it_is_made_anew_and_a_deployments_does_not() -> None:
+    writer = Writer.__new__(Writer)  # only its Events are asked for here
+    events = RecordingEvents()
+    writer.events = events  # type: ignore[assignment]
+    moved = Decision({"eu-west": None}, (), None, before={"us-east": None})
+    writer.announce(POD, pod(), {"us-east": None}, moved)
+    writer.announce(DEPLOYMENT, pod(), {"us-east": None}, moved)
+    pods, deployments = events.posted[:2], events.posted[2:]
+    assert [reason for _, reason, _ in pods] == ["Evacuated", "SpilledOver"]
+    assert all("made anew where it goes" in message for _, _, message in pods)
+    assert [m for _, _, m in deployments] == [m.removesuffix(POD.moved_note) for _, _, m in pods]

@@ -117,7 +117,7 @@ class Placer:
         # Handed to the sync loop first: its fold once the placement has landed carries it.
         writer.condition(kind, key, obj, *condition)
         if decision.placement != current:
-            writer.announce(obj, current, decision)
+            writer.announce(kind, obj, current, decision)
             await writer.placement(kind, key, obj, decision.placement)
         if workload:
             spec = kind.pod_spec(obj)

@@ -71,14 +71,14 @@ class Writer:
         log.info("%s placed: %s", key, describe(placement))
         return updated
 
-    def announce(self, obj: Obj, current: Placement, decision: engine.Decision) -> None:
+    def announce(self, kind: Kind, obj: Obj, current: Placement, decision: engine.Decision) -> None:
         """Events for a placement that changed over time: spilled over, evacuated, rebalanced.
         A first placement has none: the Placed condition says where, and an Event per
         created object was a second hub write for what the status already says."""
         if not current:
             return
         for change in decision.changes:
-            self.events.post(obj, "Normal", change.reason, change.message)
+            self.events.post(obj, "Normal", change.reason, change.message + kind.moved_note)
 
     def note(self, key: Key, obj: Obj, note: tuple[str, str] | None) -> None:
         """A kind's word on where an object went (`Kind.note`): a Warning Event, posted when
