@@ -152,3 +152,16 @@ def test_each_write_is_counted_by_why_it_went() -> None:
     not_ready = {k: v for k, v in status(3, 0).items() if k not in ("readyReplicas",)}
     assert _why(1.0, status(3, 0, generation=0), not_ready, HUB) == "flipped"
     assert _why(1.0, {"active": 1}, {"active": 2}, {"spec": {}}) == "settled"
+
+
+async def test_a_zero_the_hub_leaves_out_is_not_written_again() -> None:
+    """The hub answers a settled Deployment status without `unavailableReplicas: 0` (the
+    field is `omitempty`); the next look, with nothing new in the children, writes nothing.
+    A benchmark of 300 creates counted this second "settled" write for 185 of them."""
+    bed = Folding(5.0)
+    await bed.fold(child(3))
+    assert len(bed.hub.writes) == 1
+    assert bed.obj["status"]["unavailableReplicas"] == 0
+    bed.obj["status"] = {k: v for k, v in bed.obj["status"].items() if v != 0}  # as the hub
+    await bed.fold(child(3))
+    assert len(bed.hub.writes) == 1 and bed.later == []

@@ -204,7 +204,10 @@ class Folder:
 
 
 def _differs(current: Obj, new: Obj) -> bool:
-    """Would applying `new` change anything we own? Timestamps alone do not count."""
+    """Would applying `new` change anything we own? Timestamps alone do not count, nor a
+    zero the hub does not keep: built-in kinds' status fields are `omitempty`, so the hub
+    answers a written `unavailableReplicas: 0` without it, and comparing the two would
+    write the same settled status again at the next look."""
 
     def strip(conditions: list[Obj], types: set[str]) -> Obj:
         return {
@@ -218,9 +221,14 @@ def _differs(current: Obj, new: Obj) -> bool:
             types = {c["type"] for c in value}
             if strip(current.get("conditions") or [], types) != strip(value, types):
                 return True
-        elif current.get(field) != value:
+        elif current.get(field) != value and (field in current or not _zero(value)):
             return True
     return False
+
+
+def _zero(value: object) -> bool:
+    """What Go's `omitempty` leaves out (False is 0 to Python, and left out too)."""
+    return value is None or (isinstance(value, int | str | list | dict) and not value)
 
 
 def _why(last: float | None, current: Obj, new: Obj, hub: Obj) -> str:
