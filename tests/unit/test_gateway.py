@@ -3,11 +3,20 @@ Services its backends name, and its children's `status.parents` fold into one.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from apiserver.kinds import HTTPROUTE, PLACED, Role, of_crd
+from apiserver.contract import PLACEMENT
+from apiserver.hubcache import HubCache
+from apiserver.kinds import DEPLOYMENT, HTTPROUTE, PLACED, SERVICE, Key, Role, of_crd
 from apiserver.kinds.gateway import MAX_PARENTS, services_of
+from apiserver.loops.placement.follow import Follower
+from apiserver.loops.placement.records import Records
+from apiserver.loops.placement.writes import Writer
+from apiserver.objects import Obj
+from apiserver.subresources import along
 from apiserver.sync.status import fold
+
+from .follow_fakes import RecordingWriter
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -123,3 +132,65 @@ def test_a_route_no_controller_took_has_no_parents_and_the_list_stays_in_bounds(
         "status": {"parents": [parent(f"gw{i:02}", "True", NOW) for i in range(MAX_PARENTS + 5)]}
     }
     assert len(folded({"us-east": many})["parents"]) == MAX_PARENTS
+
+
+# --- placed as a reference follower, and seen with its workload --------------------------------
+
+
+class _Cache:
+    def __init__(self, objects: dict[Key, Obj]) -> None:
+        self.objects = objects
+        self.kinds = {**PLACED, HTTPROUTE.key: HTTPROUTE}  # its CRD served
+
+    def get(self, key: Key) -> Obj | None:
+        return self.objects.get(key)
+
+
+def _placed(name: str, placement: str | None) -> Obj:
+    annotations = {PLACEMENT: placement} if placement is not None else {}
+    return {"metadata": {"name": name, "namespace": "shop", "annotations": annotations}}
+
+
+async def test_a_route_goes_where_its_services_are_and_stays_home_saying_why_without() -> None:
+    objects = {
+        Key("Service", "shop", "web"): _placed("web", '{"us-east": null}'),
+        Key("Service", "shop", "api"): _placed("api", '{"eu-west": null}'),
+        Key("Service", "shop", "idle"): _placed("idle", None),
+    }
+    writer = RecordingWriter()
+    records = Records(touched=lambda _: None)
+    follower = Follower(cast(HubCache, _Cache(objects)), records, cast(Writer, writer))
+    rules = [{"backendRefs": [{"name": "web"}, {"name": "api"}]}]
+    key = Key(HTTPROUTE.key, "shop", "web")
+    await follower.named(HTTPROUTE, key, route(rules))
+    assert writer.placements == [{"eu-west": None, "us-east": None}]
+    assert writer.conditions[-1][:2] == ("True", "Placed")
+    assert records.followers[Key("Service", "shop", "web")] == {key}  # woken when it moves
+    lonely = Key(HTTPROUTE.key, "shop", "lonely")
+    await follower.named(HTTPROUTE, lonely, route([{"backendRefs": [{"name": "idle"}]}]))
+    assert writer.conditions[-1] == (
+        "False",
+        "NothingPlaced",
+        "nothing it names is placed (services/idle): it stays on the hub",
+    )
+    # Its status has no conditions: that is said by a Warning Event (`Writer.condition`).
+    assert HTTPROUTE.folds and not HTTPROUTE.has_conditions
+
+
+def test_a_route_is_listed_with_the_workload_whose_service_it_names() -> None:
+    web: Obj = {
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"template": {"metadata": {"labels": {"app": "web"}}, "spec": {}}},
+    }
+    service = _placed("web", '{"us-east": null}')
+    service["spec"] = {"selector": {"app": "web"}}
+    mine = route([{"backendRefs": [{"name": "web"}]}])
+    theirs = route([{"backendRefs": [{"name": "other"}]}])
+    theirs["metadata"]["name"] = "other"
+    went = along.companions(
+        DEPLOYMENT, web, [(SERVICE, service), (HTTPROUTE, mine), (HTTPROUTE, theirs)]
+    )
+    assert [(kind.kind, obj["metadata"]["name"]) for kind, obj in went] == [
+        ("HTTPRoute", "web"),
+        ("Service", "web"),
+    ]
