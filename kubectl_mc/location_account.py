@@ -99,6 +99,11 @@ RULES: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     (
+        "sync: a Gateway API HTTPRoute goes where the Services it names are (where this cluster"
+        " serves the Gateway API's CRDs)",
+        {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes"], "verbs": _WRITE},
+    ),
+    (
         "sync: a HorizontalPodAutoscaler goes where the workload it scales runs",
         {
             "apiGroups": ["autoscaling"],

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 COMPONENT = "kmc-import"
 OUR_GROUPS = ("kmc.dev",)
 SHOWN = 5  # objects named in a refusal; the rest are counted
+# Kubernetes refuses a CRD of a `*.k8s.io` or `*.kubernetes.io` group without this annotation.
+API_APPROVED = "api-approved.kubernetes.io"
 
 
 class Note(NamedTuple):
@@ -185,7 +187,7 @@ class ImportLoop:
                     f"no selected location serves {kind.kind} any more; the hub CRD is kept "
                     f"while the hub holds objects of it ({count} now) and deleted after",
                 )
-        written = await self._keep_crd(name, hub, owned, decision)
+        written = await self._keep_crd(name, hub, owned, decision, _approval(crds, decision))
         await self._status(record, raw, hub, owned, decision, written, note)
         return _excluded(hub, decision)
 
@@ -227,8 +229,12 @@ class ImportLoop:
         except ApiError as err:
             log.warning("api import %s: hub CRD not deleted: %s", name, err)
 
-    async def _keep_crd(self, name: str, hub: Obj | None, owned: bool, decision: Decision) -> str:
-        """Create or update the hub CRD we own; '' or the error that stopped it."""
+    async def _keep_crd(
+        self, name: str, hub: Obj | None, owned: bool, decision: Decision, approval: str | None
+    ) -> str:
+        """Create or update the hub CRD we own; '' or the error that stopped it. `approval`:
+        the locations' `api-approved.kubernetes.io`, which a CRD of a protected group
+        (`*.k8s.io`, `*.kubernetes.io`: the Gateway API's) cannot be made without."""
         if decision.spec is None or (hub is not None and not owned):
             return ""
         if hub is not None and canonical(_comparable(hub["spec"])) == canonical(decision.spec):
@@ -239,6 +245,8 @@ class ImportLoop:
             "metadata": {"name": name, "labels": {IMPORTED: "true"}},
             "spec": {**(hub or {}).get("spec", {}), **decision.spec},
         }
+        if approval:
+            body["metadata"]["annotations"] = {API_APPROVED: approval}
         try:
             if hub is None:
                 await self.hub.create(CRDS, body)
@@ -283,6 +291,19 @@ class ImportLoop:
             cleared = dict.fromkeys(set(before) - set(status))  # null removes in a merge patch
             written = await self.hub.merge_patch(path, {"status": cleared | status})
             await self.imports.observe(written)
+
+
+def _approval(crds: dict[str, Obj | None], decision: Decision) -> str | None:
+    """The API review approval the locations that take part carry (the first by name): the
+    hub CRD of a protected group is refused without one, and the upstream CRD has it."""
+    for location, crd in sorted(crds.items()):
+        verdict = decision.verdicts.get(location)
+        if crd is None or verdict is None or verdict.state != State.COMPATIBLE:
+            continue
+        value = (crd["metadata"].get("annotations") or {}).get(API_APPROVED)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _comparable(spec: Obj) -> Obj:

@@ -207,6 +207,12 @@ def merged(seen: Children, skip: frozenset[str]) -> list[Condition]:
     return [_merge(type_, found) for type_, found in sorted(by_type.items())]
 
 
+def merged_condition(type_: str, found: list[tuple[str, ReadOnly]]) -> Condition:
+    """One condition type as (location, condition) pairs, merged as every fold merges them
+    (for conditions a kind keeps elsewhere than `status.conditions`: a route's parents)."""
+    return _merge(type_, found)
+
+
 def _merge(type_: str, found: list[tuple[str, ReadOnly]]) -> Condition:
     """The worst status wins (False, then Unknown); the message names the other locations."""
     good = "False" if type_ in _TRUE_IS_BAD else "True"

@@ -720,6 +720,7 @@ def up(log: Log, extra: Cluster | None = None) -> State:
                 if cluster.role != HUB:
                     ensure_kwok_resources(cluster)
                     ensure_mcs_crds(cluster)
+                    ensure_gateway_api_crds(cluster)
             restart_changed(state, "kwok", log)
         ensure_running(state, [n for n, _, kind in state.components() if kind in wave], log)
     for cluster in state.clusters:
@@ -803,6 +804,13 @@ def ensure_mcs_crds(cluster: Cluster) -> None:
         for path in sorted((config.REPO_ROOT / "manifests" / "mcs").glob("*.yaml"))
     ]
     ensure_crds(cluster, docs, "the MCS API's CRDs")
+
+
+def ensure_gateway_api_crds(cluster: Cluster) -> None:
+    """The Gateway API's standard-channel CRDs in a child, as its users install them: the hub
+    serves HTTPRoutes once kmc-apiserver's import loop has imported them."""
+    docs = list(yaml.safe_load_all(build.gateway_api_crds().read_text()))
+    ensure_crds(cluster, docs, "the Gateway API's CRDs")
 
 
 def ensure_kwok_resources(cluster: Cluster) -> None:

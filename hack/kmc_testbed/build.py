@@ -87,6 +87,12 @@ KWOK_CRDS = tuple(
     )
 )
 KWOK_CRDS_FILE = "kwok-crds.yaml"
+# The Gateway API's standard-channel CRDs a child serves: an HTTPRoute, and the Gateway and
+# GatewayClass it attaches to. Copied from the module once into the cache, like kwok's.
+GATEWAY_API_CRDS = tuple(
+    f"config/crd/standard/gateway.networking.k8s.io_{plural}.yaml"
+    for plural in ("gatewayclasses", "gateways", "httproutes")
+)
 TARGETS = (KUBERNETES, ETCD, KWOK)
 # Not part of the bed (see `krew`); named `kubectl-krew` so kubectl finds it as a plugin.
 KREW = Target("krew", config.KREW_VERSION, ("kubectl-krew",))
@@ -214,6 +220,26 @@ def _kwok_crds(go: str, folder: Path) -> None:
     source = Path(_download(go, "sigs.k8s.io/kwok", KWOK.version)["Dir"])
     crds = [(source / path).read_text().strip().removeprefix("---").strip() for path in KWOK_CRDS]
     (folder / KWOK_CRDS_FILE).write_text("\n---\n".join(crds) + "\n")
+
+
+def gateway_api_crds() -> Path:
+    """The Gateway API's CRDs (`GATEWAY_API_CRDS`) in one file of the cache, fetched from the
+    Go module proxy the first time."""
+    folder = config.cache_dir() / "crds" / f"gateway-api-{config.GATEWAY_API_VERSION}"
+    file = folder / "gateway-api-crds.yaml"
+    if not file.is_file():
+        source = Path(
+            _download(_go(), "sigs.k8s.io/gateway-api", config.GATEWAY_API_VERSION)["Dir"]
+        )
+        docs = [
+            (source / path).read_text().strip().removeprefix("---").strip()
+            for path in GATEWAY_API_CRDS
+        ]
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = file.with_suffix(".tmp")
+        partial.write_text("\n---\n".join(docs) + "\n")
+        partial.rename(file)  # never half a file in the cache
+    return file
 
 
 def _download_gomod(go: str, module: str, version: str) -> str:

@@ -8,6 +8,9 @@ from pathlib import Path
 KUBERNETES_VERSION = "v1.34.4"
 ETCD_VERSION = "v3.6.16"
 KWOK_VERSION = "v0.8.0"
+# The Gateway API's standard-channel CRDs every child serves (an imported kind on the hub).
+# v1.7.0 asks for Go >= 1.27 in its go.mod, which `go mod download` refuses here.
+GATEWAY_API_VERSION = "v1.6.3"
 # Not part of the bed: the krew e2e test installs kubectl-mc with it. v0.4.5 is not served by
 # the Go module proxy.
 KREW_VERSION = "v0.4.4"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from kmc_testbed import bed
@@ -126,7 +127,12 @@ def test_a_service_that_selects_nothing_placed_stays_on_the_hub_and_says_why(
     hub.run("create", "service", "clusterip", "web", "-n", namespace, "--tcp=80:8080")
     condition = wait_for(lambda: placed_condition(hub, "service", "web", namespace))
     assert (condition["status"], condition["reason"]) == ("False", "NothingSelected")
+    assert "stays on the hub" in condition["message"], condition["message"]
+    # Nothing changed: no child has it, the hub mirrors no endpoints of it, and its spec
+    # (its selector, its own clusterIP) is as it was made.
     assert not child_services(kubectl, namespace)
+    assert not hub_slices(hub, namespace)
+    assert hub.json("get", "service", "web", "-n", namespace)["spec"]["selector"] == {"app": "web"}
 
 
 def test_an_unreachable_locations_endpoints_turn_not_ready_and_come_back(
@@ -156,3 +162,55 @@ def test_an_unreachable_locations_endpoints_turn_not_ready_and_come_back(
     finally:
         run_testbed("start", "us-west")
     wait_for(lambda: ready_in("us-west"), timeout=300, say="us-west's endpoints ready again")
+
+
+def service(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}
+
+
+def test_headless_selectorless_and_load_balancer_services_each_keep_their_nature(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """Item 1's kinds of Service: headless stays headless; one without a selector (and an
+    ExternalName) goes where the namespace's workloads run; a LoadBalancer's hub status lists
+    every location's ingress points."""
+    hub = kubectl["hub"]
+    where = {"us-east", "eu-west"}
+    hub.apply(
+        with_strategy(deployment("web", 2), {"type": "Split", "pin": sorted(where)}), namespace
+    )
+    port = [{"port": 80, "targetPort": 8080}]
+    hub.apply(service("heads", selector={"app": "web"}, clusterIP="None", ports=port), namespace)
+    hub.apply(service("manual", ports=port), namespace)
+    hub.apply(service("far", type="ExternalName", externalName="web.example"), namespace)
+    hub.apply(service("lb", selector={"app": "web"}, type="LoadBalancer", ports=port), namespace)
+
+    def copies(name: str) -> dict[str, Any]:
+        found = {}
+        for child in CHILDREN:
+            proc = kubectl[child].run(
+                "get", "svc", name, "-n", namespace, "-o", "json", check=False
+            )
+            if proc.returncode == 0:
+                found[child] = json.loads(proc.stdout)
+        return found
+
+    for name in ("heads", "manual", "far", "lb"):
+        wait_for(
+            partial(lambda n: copies(n).keys() == where, name), say=f"service {name} in {where}"
+        )
+    assert all(s["spec"]["clusterIP"] == "None" for s in copies("heads").values())
+    assert all(s["spec"]["externalName"] == "web.example" for s in copies("far").values())
+    # What each location's load balancer gives (no cloud controller here: set as one would).
+    points = {"us-east": "192.0.2.1", "eu-west": "192.0.2.2"}
+    for child, ip in points.items():
+        kubectl[child].run(
+            "patch", "svc", "lb", "-n", namespace, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}),
+        )  # fmt: skip
+
+    def hub_points() -> set[str]:
+        status = hub.json("get", "svc", "lb", "-n", namespace).get("status") or {}
+        return {p["ip"] for p in (status.get("loadBalancer") or {}).get("ingress") or []}
+
+    wait_for(lambda: hub_points() == set(points.values()), say="every location's ingress point")

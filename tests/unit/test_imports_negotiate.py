@@ -129,3 +129,23 @@ def test_narrow_names_the_objects_that_use_what_the_narrower_schema_drops() -> N
     # Something the current schema already refuses is not the narrowing's doing.
     odd = widget("odd", size="big")
     assert misfits([odd], wide["spec"], candidate.spec) == []
+
+
+def test_the_hub_crd_carries_the_api_approval_of_the_locations_that_take_part() -> None:
+    from apiserver.loops.imports import _approval
+
+    def approved(crd: Obj, url: str) -> Obj:
+        crd["metadata"]["annotations"] = {"api-approved.kubernetes.io": url}
+        return crd
+
+    crds: dict[str, Obj | None] = {
+        "a-east": crd("v1"),  # takes part, without the annotation
+        "b-west": approved(crd("v2", kind="Gadget"), "https://example/2"),  # takes no part
+        "c-north": approved(crd("v1"), "https://example/1"),
+        "d-none": None,
+    }
+    decision = negotiate(crds, None, owned=True, locked=False)
+    assert decision.verdicts["b-west"].state == State.INCOMPATIBLE
+    assert _approval(crds, decision) == "https://example/1"
+    alone: dict[str, Obj | None] = {"a": crd("v1")}
+    assert _approval(alone, negotiate(alone, None, owned=True, locked=False)) is None
