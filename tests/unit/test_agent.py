@@ -1,0 +1,245 @@
+"""kmc-agent on fakes: the feed's whole state before any deletion, nothing deleted while the
+hub is away, only the latest step of an object retried, and only our objects written over
+or deleted in its cluster."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import pytest
+
+from apiserver.agent.apply import Writer, path_of
+from apiserver.agent.follow import Agent, work_path
+from apiserver.agent.main import parse
+from apiserver.agent.state import INITIAL_EVENTS_END, KEPT, Apply, Delete, Desired
+from apiserver.contract import ORIGIN
+from apiserver.kube.client import ApiError
+from apiserver.kube.informer import Backoff
+from apiserver.objects import Obj
+from apiserver.sync.work import WorkKey
+
+
+def cm(name: str, value: str = "1") -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "shop", "labels": {ORIGIN: f"u-{name}"}},
+        "data": {"k": value},
+    }
+
+
+def ns(name: str = "shop") -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def added(obj: Obj) -> Obj:
+    return {"type": "ADDED", "object": obj}
+
+
+def end(kept: list[Obj] | None = None) -> Obj:
+    notes = {INITIAL_EVENTS_END: "true", KEPT: json.dumps(kept or [])}
+    return {"type": "BOOKMARK", "object": {"kind": "Work", "metadata": {"annotations": notes}}}
+
+
+def test_nothing_is_deleted_before_a_whole_state_has_arrived() -> None:
+    desired = Desired()
+    desired.connected()
+    assert desired.take(added(ns())) == [Apply(ns())]
+    assert desired.take(added(cm("a"))) == [Apply(cm("a"))]
+    assert desired.take(end()) == []
+    assert desired.whole
+    # Connected again: the new whole state lacks `a`; it goes only once that state is whole.
+    desired.connected()
+    assert desired.take(added(ns())) == []  # unchanged: not applied again
+    assert desired.take(added(cm("b"))) == [Apply(cm("b"))]
+    steps = desired.take(end())
+    assert steps == [Delete(WorkKey.of(cm("a")), cm("a"))]
+    assert set(desired.objects) == {WorkKey.of(ns()), WorkKey.of(cm("b"))}
+
+
+def test_a_broken_initial_state_deletes_nothing() -> None:
+    desired = Desired()
+    desired.connected()
+    for event in (added(ns()), added(cm("a")), end()):
+        desired.take(event)
+    desired.connected()
+    desired.take(added(ns()))  # … and the connection breaks before the bookmark
+    desired.connected()
+    assert desired.take(added(ns())) == []
+    assert desired.take(added(cm("a"))) == []
+    assert desired.take(end()) == []
+
+
+def test_changes_after_the_whole_state_apply_and_delete() -> None:
+    desired = Desired()
+    desired.connected()
+    desired.take(end())
+    assert desired.take({"type": "ADDED", "object": cm("a")}) == [Apply(cm("a"))]
+    assert desired.take({"type": "MODIFIED", "object": cm("a", "2")}) == [Apply(cm("a", "2"))]
+    assert desired.take({"type": "MODIFIED", "object": cm("a", "2")}) == []
+    assert desired.take({"type": "DELETED", "object": cm("a", "2")}) == [
+        Delete(WorkKey.of(cm("a")), cm("a", "2"))
+    ]
+    assert desired.take({"type": "BOOKMARK", "object": {"metadata": {}}}) == []
+    assert desired.take({"type": "ERROR"}) == []
+
+
+def test_a_kept_object_is_never_deleted_by_a_new_whole_state() -> None:
+    desired = Desired()
+    desired.connected()
+    for event in (added(ns()), added(cm("a")), end()):
+        desired.take(event)
+    desired.connected()
+    desired.take(added(ns()))
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "a"}
+    assert desired.take(end([{**ref, "reason": "overrides do not apply"}])) == []
+    assert WorkKey.of(cm("a")) in desired.kept
+
+
+class FakeCluster:
+    """A cluster's API: objects by path; every call recorded."""
+
+    def __init__(self, objects: Mapping[str, Obj] | None = None, failing: int = 0) -> None:
+        self.objects: dict[str, Obj] = dict(objects or {})
+        self.calls: list[tuple[str, str]] = []
+        self.failing = failing  # this many writes fail first
+
+    def _fail(self) -> None:
+        if self.failing:
+            self.failing -= 1
+            raise ApiError.of(503, "ServiceUnavailable", "busy")
+
+    async def get(self, path: str, **params: str) -> Obj:
+        self.calls.append(("get", path))
+        if path not in self.objects:
+            raise ApiError.of(404, "NotFound", f"{path} not found")
+        return self.objects[path]
+
+    async def create(self, path: str, body: Obj) -> Obj:
+        self.calls.append(("create", path))
+        self._fail()
+        self.objects[f"{path}/{body['metadata']['name']}"] = body
+        return body
+
+    async def apply(
+        self, path: str, body: Obj, manager: str, force: bool = True, dry_run: bool = False
+    ) -> Obj:
+        assert manager == "kmc-sync" and force
+        self.calls.append(("apply", path))
+        self._fail()
+        self.objects[path] = body
+        return body
+
+    async def delete(self, path: str) -> Obj:
+        self.calls.append(("delete", path))
+        self._fail()
+        self.objects.pop(path, None)
+        return {}
+
+
+def test_paths_come_from_the_kinds_table() -> None:
+    assert path_of(WorkKey.of(cm("a"))) == "/api/v1/namespaces/shop/configmaps/a"
+    assert path_of(WorkKey.of(ns())) == "/api/v1/namespaces/shop"
+    deploy = WorkKey("apps/v1", "Deployment", "shop", "web")
+    assert path_of(deploy) == "/apis/apps/v1/namespaces/shop/deployments/web"
+    with pytest.raises(ApiError) as err:
+        path_of(WorkKey("example.com/v1", "Widget", "shop", "w"))
+    assert err.value.code == 400 and "Widget" in str(err.value)
+
+
+async def test_a_namespace_is_made_when_missing_and_one_not_ours_is_left_alone() -> None:
+    cluster = FakeCluster()
+    writer = Writer(cluster)
+    ours = {**ns(), "metadata": {"name": "shop", "labels": {ORIGIN: "u-shop"}}}
+    assert await writer.apply(ours) == ours
+    assert cluster.calls[:2] == [
+        ("get", "/api/v1/namespaces/shop"),
+        ("create", "/api/v1/namespaces"),
+    ]
+    foreign = FakeCluster({"/api/v1/namespaces/theirs": {"metadata": {"name": "theirs"}}})
+    theirs = {**ns("theirs"), "metadata": {"name": "theirs", "labels": {ORIGIN: "u"}}}
+    assert await Writer(foreign).apply(theirs) is None
+    assert [c[0] for c in foreign.calls] == ["get"]
+
+
+async def test_only_our_objects_are_deleted() -> None:
+    path = "/api/v1/namespaces/shop/configmaps/a"
+    cluster = FakeCluster({path: {"metadata": {"name": "a", "labels": {}}}})
+    assert not await Writer(cluster).delete(WorkKey.of(cm("a")))
+    assert path in cluster.objects
+    cluster.objects[path] = cm("a")
+    assert await Writer(cluster).delete(WorkKey.of(cm("a")))
+    assert path not in cluster.objects
+    assert await Writer(cluster).delete(WorkKey.of(cm("a")))  # gone already: done
+
+
+class FakeHub:
+    """A hub whose feed answers each watch with the next script: a list of events, ended by
+    an exception to break the connection."""
+
+    def __init__(self, scripts: list[list[Obj | BaseException]]) -> None:
+        self.scripts = scripts
+        self.paths: list[str] = []
+
+    async def watch(
+        self,
+        path: str,
+        resource_version: str,
+        timeout_seconds: int = 300,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[Obj]:
+        self.paths.append(path)
+        for item in self.scripts.pop(0):
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+
+def agent(hub: FakeHub, cluster: FakeCluster) -> Agent:
+    return Agent(hub, Writer(cluster), "edge", retry=0.01, backoff=Backoff(first=0.001, cap=0.01))
+
+
+async def test_the_agent_keeps_the_cluster_while_the_hub_is_away_and_catches_up() -> None:
+    ours = {**ns(), "metadata": {"name": "shop", "labels": {ORIGIN: "u-shop"}}}
+    hub = FakeHub(
+        [
+            [added(ours), added(cm("a")), added(cm("b")), end()],
+            [added(ours), ConnectionResetError("the hub went away")],
+            [added(ours), added(cm("b", "2")), end()],
+        ]
+    )
+    cluster = FakeCluster()
+    edge = agent(hub, cluster)
+    assert await edge.follow_once()
+    a, b = "/api/v1/namespaces/shop/configmaps/a", "/api/v1/namespaces/shop/configmaps/b"
+    assert {a, b} <= set(cluster.objects)
+    assert not await edge.follow_once()  # broke: nothing deleted
+    assert {a, b} <= set(cluster.objects)
+    assert await edge.follow_once()  # whole again: `a` is no longer wanted, `b` changed
+    assert a not in cluster.objects and cluster.objects[b]["data"] == {"k": "2"}
+    assert (
+        hub.paths
+        == [work_path("edge")] * 3
+        == ["/apis/mc.kmc.dev/v1alpha1/locations/edge/work"] * 3
+    )
+
+
+async def test_a_failed_write_is_tried_again_and_only_its_latest_step() -> None:
+    cluster = FakeCluster(failing=1)
+    edge = agent(FakeHub([]), cluster)
+    await edge.do(Apply(cm("a", "1")))
+    assert WorkKey.of(cm("a")) in edge.failing
+    await edge.do(Apply(cm("a", "2")))  # a newer step: it wins, and succeeds
+    assert edge.failing == {}
+    assert cluster.objects["/api/v1/namespaces/shop/configmaps/a"]["data"] == {"k": "2"}
+
+
+def test_the_command_line_refuses_a_bad_location_name(capsys: Any) -> None:
+    args = parse(["--location", "edge-1", "--hub-kubeconfig", "/h"])
+    assert args.location == "edge-1" and args.kubeconfig is None
+    with pytest.raises(SystemExit):
+        parse(["--location", "Not_A_Name", "--hub-kubeconfig", "/h"])
+    assert "not a valid Location name" in capsys.readouterr().err
