@@ -58,11 +58,13 @@ class Writer:
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
 
-    async def run(self, step: Step) -> None:
+    async def run(self, step: Step) -> Obj | None:
+        """Carry out one step; an apply's answer (None: nothing was applied)."""
         if isinstance(step, Apply):
-            await self.apply(step.object)
-        elif isinstance(step, Delete):
+            return await self.apply(step.object)
+        if isinstance(step, Delete):
             await self.delete(step.key)
+        return None
 
     async def apply(self, obj: Obj) -> Obj | None:
         """Apply one object (None: a Namespace that is not ours, left as it is)."""

@@ -2,9 +2,14 @@
 
 A watch of the feed starts with the whole state (`state.Desired`), and is opened again when
 it ends or breaks, after a backoff when it broke (`kube.informer.Backoff`). While the hub
-cannot be reached nothing happens in the cluster: what it holds stays as it is. A write that
-fails is tried again every `retry` seconds until it succeeds or the feed changes it; writes
-go one at a time, so an old step never lands after a newer one for the same object.
+cannot be reached nothing is deleted in the cluster: what it holds stays as it is. A write
+that fails is tried again every `retry` seconds until it succeeds or the feed changes it;
+writes go one at a time, so an old step never lands after a newer one for the same object.
+
+Given its cluster's client to watch, it also watches our objects there (the push loop's
+`ChildWatch`, by origin label, every kind the kinds table places) and puts back what was
+edited or deleted by hand, and deletes ours that the feed no longer has once a whole state
+arrived (`drift.after_change`): what was unplaced while the agent was away goes too.
 """
 
 from __future__ import annotations
@@ -15,11 +20,15 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
 
 from apiserver.agent.apply import Writer
+from apiserver.agent.drift import after_change, version_of
 from apiserver.agent.state import Apply, Desired, Step
 from apiserver.contract import MC_GROUP, VERSION
+from apiserver.kinds import NAMESPACE, PLACED, Key
+from apiserver.kube.client import Kube
 from apiserver.kube.informer import Backoff
+from apiserver.loops.sync.children import ChildWatch
 from apiserver.objects import Obj
-from apiserver.sync.work import WorkKey
+from apiserver.sync.work import WorkKey, namespace_key
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +59,10 @@ class Agent:
         retry: float = 5.0,
         watch_seconds: int = 600,
         backoff: Backoff | None = None,
+        cluster: Kube | None = None,
     ) -> None:
         self.hub = hub
+        self.cluster = cluster  # watched for drift and orphans, when given
         self.writer = writer
         self.location = location
         self.retry = retry
@@ -59,15 +70,28 @@ class Agent:
         self.backoff = backoff or Backoff(first=0.5, cap=30.0)
         self.desired = Desired()
         self.failing: dict[WorkKey, Step] = {}  # the latest step per object that failed
+        self.written: dict[WorkKey, str] = {}  # its version after our last write
+        self.watch: ChildWatch | None = None
+        self.changed: set[Key] = set()  # our objects in the cluster that changed
+        self._woken = asyncio.Event()
+        self._wholes = 0  # whole feed states already looked at for orphans
         self._writes = asyncio.Lock()
 
     async def run(self) -> None:
-        retries = asyncio.create_task(self._retry_failed(), name="retries")
+        tasks = [asyncio.create_task(self._retry_failed(), name="retries")]
+        if self.cluster is not None:
+            self.watch = ChildWatch(self.location, self.cluster, self._changed)
+            for kind in PLACED.values():
+                self.watch.ensure(kind)
+            tasks.append(asyncio.create_task(self._put_back(), name="drift"))
         try:
             while True:
                 await self.follow_once()
         finally:
-            retries.cancel()
+            for task in tasks:
+                task.cancel()
+            if self.watch is not None:
+                self.watch.stop()
 
     async def follow_once(self) -> bool:
         """One watch of the feed, until it ends (True) or breaks (False, after a backoff)."""
@@ -79,6 +103,9 @@ class Agent:
                 self.backoff.reset()
                 for step in self.desired.take(event):
                     await self.do(step)
+                if self.desired.wholes != self._wholes:
+                    self._wholes = self.desired.wholes
+                    self._look_at_everything()  # orphans, now that we know what is wanted
         except Exception as err:  # the hub unreachable, a 403, a cut-off stream: wait, again
             delay = self.backoff.next()
             log.warning("the work feed of %s broke (%s); again in %.1fs", self.location, err, delay)
@@ -90,12 +117,16 @@ class Agent:
         key = WorkKey.of(step.object) if isinstance(step, Apply) else step.key
         async with self._writes:
             try:
-                await self.writer.run(step)
+                answer = await self.writer.run(step)
             except Exception as err:
                 log.warning("%s in %s failed: %s (tried again)", key, self.location, err)
                 self.failing[key] = step
                 return
             self.failing.pop(key, None)  # only the latest step of an object is ever run
+            if answer is not None and answer.get("metadata"):
+                self.written[key] = version_of(answer)
+            else:
+                self.written.pop(key, None)
 
     async def _retry_failed(self) -> None:
         while True:
@@ -103,3 +134,53 @@ class Agent:
             for key, step in list(self.failing.items()):
                 if self.failing.get(key) is step:  # not replaced by a newer step meanwhile
                     await self.do(step)
+
+    # -- its own cluster ------------------------------------------------------------------
+
+    def _changed(self, key: Key) -> None:
+        self.changed.add(key)
+        self._woken.set()
+
+    def _look_at_everything(self) -> None:
+        watch = self.watch
+        if watch is None:
+            return
+        for name in list(watch.made.cache):
+            self.changed.add(Key(NAMESPACE, "", name))
+        for kind_key, informer in list(watch.informers.items()):
+            for cache_key in list(informer.cache):
+                namespace, _, name = cache_key.rpartition("/")
+                self.changed.add(Key(kind_key, namespace, name))
+        self._woken.set()
+
+    async def _put_back(self) -> None:
+        while True:
+            await self._woken.wait()
+            self._woken.clear()
+            changed, self.changed = self.changed, set()
+            for key in sorted(changed):
+                step = self.step_for(key)
+                if step is not None:
+                    await self.do(step)
+
+    def step_for(self, key: Key) -> Step | None:
+        """What to do about one of our objects in the cluster that changed."""
+        watch = self.watch
+        if watch is None:
+            return None
+        if key.kind == NAMESPACE:
+            work_key, current = namespace_key(key.name), watch.made.get(key.name)
+        else:
+            kind = PLACED.get(key.kind)
+            if kind is None:
+                return None
+            work_key = WorkKey(kind.api_version, kind.kind, key.namespace, key.name)
+            current = watch.get(key)
+        return after_change(
+            work_key,
+            self.desired.wanted(work_key),
+            work_key in self.desired.kept,
+            self.desired.settled,
+            current,
+            self.written.get(work_key),
+        )

@@ -58,7 +58,7 @@ async def run(args: argparse.Namespace) -> None:
     async with aiohttp.ClientSession(connector=connector) as session:
         hub = Kube(session, hub_creds, "hub", agent=agent_name)
         cluster = Kube(session, own, args.location, agent=agent_name)
-        await Agent(hub, Writer(cluster), args.location, retry=args.retry).run()
+        await Agent(hub, Writer(cluster), args.location, retry=args.retry, cluster=cluster).run()
 
 
 def main(argv: list[str] | None = None) -> None:

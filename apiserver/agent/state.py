@@ -41,7 +41,21 @@ class Desired:
     objects: dict[WorkKey, Obj] = field(default_factory=dict)
     kept: set[WorkKey] = field(default_factory=set)
     whole: bool = False  # a whole state arrived (since the agent started)
+    wholes: int = 0  # how many whole states have arrived
     _arriving: dict[WorkKey, Obj] | None = None  # a whole state on its way (after a connect)
+
+    def wanted(self, key: WorkKey) -> Obj | None:
+        """What the feed says the cluster holds under `key`, the whole state on its way
+        included (None: nothing, as far as is known)."""
+        if self._arriving is not None and key in self._arriving:
+            return self._arriving[key]
+        return self.objects.get(key)
+
+    @property
+    def settled(self) -> bool:
+        """A whole state has arrived and no new one is on its way: what is not wanted now is
+        known not to be wanted."""
+        return self.whole and self._arriving is None
 
     def connected(self) -> None:
         """A new watch starts: a whole state comes first."""
@@ -82,6 +96,7 @@ class Desired:
         self.objects = state
         self.kept = kept
         self.whole = True
+        self.wholes += 1
         self._arriving = None
         return steps
 

@@ -5,8 +5,9 @@ Pull Locations (`spec.mode: Pull`, the lease, the join) are not built yet, so th
 follows the feed of an existing push location, `us-east`, into a spare cluster added to the
 bed for the test (not joined: kmc-apiserver never writes it): that cluster must come to hold
 exactly us-east's share of the test's application, its overrides applied; follow a hub edit;
-keep everything while the agent is down; catch up when it returns; and let go of what leaves
-the placement."""
+put back what is edited or deleted by hand there; keep everything while the agent is down;
+and when it returns, catch up and delete what left the feed meanwhile (an orphan), without
+making anything twice."""
 
 from __future__ import annotations
 
@@ -120,16 +121,24 @@ def test_the_agent_makes_its_cluster_hold_the_feed_and_follows_it(
         wait_until("a hub edit", holds_the_feed(hub, spare, namespace))
         assert ours(spare, namespace)[("ConfigMap", "conf")]["data"] == {"greeting": "hi"}
 
-        stop(agent)  # down: the cluster keeps what it holds
-        hub.run("patch", "configmap", "conf", "-n", namespace, "-p", '{"data":{"greeting":"yo"}}')
+        # Drift: edited or deleted by hand in the agent's cluster, put back. (A key someone
+        # else adds stays theirs, as in push mode: server-side apply owns only what we send.)
+        tampered = '{"data":{"greeting":"tampered"}}'
+        spare.run("patch", "configmap", "conf", "-n", namespace, "-p", tampered)
+        spare.run("delete", "service", "web", "-n", namespace)
+        wait_until("drift put back", holds_the_feed(hub, spare, namespace))
         assert ours(spare, namespace)[("ConfigMap", "conf")]["data"] == {"greeting": "hi"}
-        agent = start_agent()
-        wait_until("catching up", holds_the_feed(hub, spare, namespace))
-        assert ours(spare, namespace)[("ConfigMap", "conf")]["data"] == {"greeting": "yo"}
         uids = {k: v["metadata"]["uid"] for k, v in ours(spare, namespace).items()}
 
+        stop(agent)  # down: the cluster keeps what it holds
+        hub.run("patch", "configmap", "conf", "-n", namespace, "-p", '{"data":{"greeting":"yo"}}')
         hub.run("delete", "service", "web", "-n", namespace)
-        there = wait_until("a hub deletion", holds_the_feed(hub, spare, namespace))
+        assert set(ours(spare, namespace)) == set(uids)
+        # Back (a new process, knowing nothing): it catches up, and what left the feed while
+        # it was away goes (an orphan), once the feed's whole state has arrived.
+        agent = start_agent()
+        there = wait_until("catching up", holds_the_feed(hub, spare, namespace))
+        assert there[("ConfigMap", "conf")]["data"] == {"greeting": "yo"}
         assert ("Service", "web") not in there
         # Nothing made twice by the restart: the same objects as before it.
         assert {k: v["metadata"]["uid"] for k, v in there.items()} == {

@@ -4,19 +4,24 @@ or deleted in its cluster."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, cast
 
+import aiohttp
 import pytest
 
 from apiserver.agent.apply import Writer, path_of
+from apiserver.agent.drift import after_change, version_of
 from apiserver.agent.follow import Agent, work_path
 from apiserver.agent.main import parse
 from apiserver.agent.state import INITIAL_EVENTS_END, KEPT, Apply, Delete, Desired
 from apiserver.contract import ORIGIN
-from apiserver.kube.client import ApiError
+from apiserver.kinds import CONFIGMAP, Key
+from apiserver.kube.client import ApiError, Credentials, Kube
 from apiserver.kube.informer import Backoff
+from apiserver.loops.sync.children import ChildWatch
 from apiserver.objects import Obj
 from apiserver.sync.work import WorkKey
 
@@ -243,3 +248,79 @@ def test_the_command_line_refuses_a_bad_location_name(capsys: Any) -> None:
     with pytest.raises(SystemExit):
         parse(["--location", "Not_A_Name", "--hub-kubeconfig", "/h"])
     assert "not a valid Location name" in capsys.readouterr().err
+
+
+# -- its own cluster: drift and orphans ---------------------------------------------------
+
+
+def live(
+    obj: Obj, generation: int | None = None, rv: str = "5", labels: dict[str, str] | None = None
+) -> Obj:
+    meta = {**obj["metadata"], "resourceVersion": rv}
+    if generation is not None:
+        meta["generation"] = generation
+    if labels:
+        meta["labels"] = {**meta.get("labels", {}), **labels}
+    return {**obj, "metadata": meta}
+
+
+def test_a_child_as_we_left_it_is_left_alone_and_one_edited_is_put_back() -> None:
+    want, key = cm("a"), WorkKey.of(cm("a"))
+    assert after_change(key, want, False, True, live(want, rv="5"), "rv5") is None
+    assert after_change(key, want, False, True, live(want, rv="6"), "rv5") == Apply(want)
+    relabelled = live(want, rv="5", labels={ORIGIN: "someone-else"})
+    assert after_change(key, want, False, True, relabelled, "rv5") == Apply(want)
+    assert after_change(key, want, False, True, None, "rv5") == Apply(want)  # deleted by hand
+    assert after_change(key, want, False, True, live(want), None) == Apply(want)  # not ours yet
+    assert version_of(live(want, generation=3)) == "g3"
+
+
+def test_an_orphan_goes_only_once_a_whole_state_says_so_and_never_a_kept_one() -> None:
+    there, key = live(cm("old")), WorkKey.of(cm("old"))
+    assert after_change(key, None, False, True, there, None) == Delete(key, there)
+    assert after_change(key, None, False, False, there, None) is None  # not known yet
+    assert after_change(key, None, True, True, there, None) is None  # the feed keeps it
+    going = live(cm("old"))
+    going["metadata"]["deletionTimestamp"] = "2026-12-06T00:00:00Z"
+    assert after_change(key, None, False, True, going, None) is None
+
+
+def test_while_a_whole_state_arrives_its_objects_are_wanted_and_nothing_is_settled() -> None:
+    desired = Desired()
+    desired.connected()
+    desired.take(end())
+    assert desired.settled
+    desired.connected()
+    desired.take(added(cm("new")))
+    assert not desired.settled
+    assert desired.wanted(WorkKey.of(cm("new"))) == cm("new")
+    desired.take(end())
+    assert desired.settled and desired.wholes == 2
+
+
+async def test_the_agent_puts_back_what_changed_in_its_cluster() -> None:
+    session = cast(aiohttp.ClientSession, None)
+    kube = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    cluster = FakeCluster()
+    edge = Agent(FakeHub([]), Writer(cluster), "edge", cluster=kube)
+    edge.watch = ChildWatch("edge", kube, edge._changed)
+    try:
+        edge.watch.ensure(CONFIGMAP)
+        edge.desired.connected()
+        edge.desired.take(added(cm("a")))
+        edge.desired.take(end())
+        cache = edge.watch.informers[CONFIGMAP.key].cache
+        cache["shop/a"] = live(cm("a"), rv="9")
+        cache["shop/orphan"] = live(cm("orphan"))
+        cluster.objects["/api/v1/namespaces/shop/configmaps/orphan"] = cm("orphan")
+        assert edge.step_for(Key(CONFIGMAP.key, "shop", "a")) == Apply(cm("a"))
+        edge.written[WorkKey.of(cm("a"))] = "rv9"
+        assert edge.step_for(Key(CONFIGMAP.key, "shop", "a")) is None
+        orphan = edge.step_for(Key(CONFIGMAP.key, "shop", "orphan"))
+        assert isinstance(orphan, Delete)
+        await edge.do(orphan)
+        assert "/api/v1/namespaces/shop/configmaps/orphan" not in cluster.objects
+        assert edge.step_for(Key("NoSuchKind", "shop", "x")) is None
+    finally:
+        edge.watch.stop()
+        await asyncio.sleep(0)
