@@ -48,8 +48,9 @@ class Feeds:
         self.cache = cache
         self.watchers: set[Watcher] = set()
         cache.subscribe(self._on_object)
-        for informer in (cache.namespaces, cache.locations, cache.policies):
-            informer.subscribe(self._on_context)
+        cache.namespaces.subscribe(self._on_namespace)
+        cache.locations.subscribe(self._on_location)
+        cache.policies.subscribe(self._on_context)
 
     # -- computing ------------------------------------------------------------------------
 
@@ -131,18 +132,46 @@ class Feeds:
             watcher.keys.add(key)
             watcher.woken.set()
 
-    async def _on_context(self, _: str, __: Obj, ___: Obj | None) -> None:
+    async def _on_context(self, event: str, obj: Obj, old: Obj | None) -> None:
+        """A PlacementPolicy changed: what it adds to child objects may have."""
+        if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
+            return
         self._wake_all()
 
-    def _wake_all(self) -> None:
+    async def _on_namespace(self, event: str, obj: Obj, old: Obj | None) -> None:
+        """A hub Namespace's labels (which policies select it) and annotations (its child
+        namespace's) are all an entry reads of it."""
+        if event == "MODIFIED" and old is not None and _own(obj) == _own(old):
+            return
+        self._wake_all()
+
+    async def _on_location(self, event: str, obj: Obj, old: Obj | None) -> None:
+        """A Location's labels are all its own entries read of it (overrides select by them
+        and read them into values); its status, probed every few seconds, none: only its own
+        watchers compute again, and only when its labels (or the Location itself) changed."""
+        if event == "MODIFIED" and old is not None and _labels(obj) == _labels(old):
+            return
+        self._wake_all(obj["metadata"]["name"])
+
+    def _wake_all(self, location: str | None = None) -> None:
         for watcher in self.watchers:
-            watcher.everything = True
-            watcher.woken.set()
+            if location is None or watcher.location == location:
+                watcher.everything = True
+                watcher.woken.set()
 
 
 def work_key(kind: Kind, key: Key) -> WorkKey:
     """The child's key for a hub object's: same kind, namespace and name."""
     return WorkKey(kind.api_version, kind.kind, key.namespace, key.name)
+
+
+def _labels(obj: Obj) -> object:
+    return obj.get("metadata", {}).get("labels")
+
+
+def _own(obj: Obj) -> tuple[object, object]:
+    meta = obj.get("metadata", {})
+    return meta.get("labels"), meta.get("annotations")
 
 
 def _is_namespace(key: WorkKey) -> bool:

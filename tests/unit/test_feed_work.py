@@ -108,7 +108,23 @@ async def test_a_watcher_hears_which_objects_changed_and_when_everything_may_hav
     status_only = {**hub, "status": {"replicas": 3}}
     await feeds._on_object(DEPLOYMENT.key, "MODIFIED", status_only, folded)
     assert not watcher.woken.is_set()  # no child carries the hub's status
-    await feeds._on_context("MODIFIED", cache.locations.cache["east"], None)
+    east = cache.locations.cache["east"]
+    probed = {**east, "status": {"lastProbeTime": "2026-12-06T00:00:02Z"}}
+    await feeds._on_location("MODIFIED", probed, east)
+    assert not watcher.woken.is_set()  # a probe changes nothing a child is made from
+    relabelled = {"metadata": {"name": "east", "labels": {"region": "eu"}}}
+    await feeds._on_location("MODIFIED", relabelled, east)
+    assert watcher.take() == (True, set())
+    west = cache.locations.cache["west"]
+    await feeds._on_location("MODIFIED", {"metadata": {"name": "west"}}, west)
+    assert not watcher.woken.is_set()  # another location's labels: not east's business
+    shop = cache.namespaces.cache["shop"]
+    await feeds._on_namespace("MODIFIED", {**shop, "status": {"phase": "Active"}}, shop)
+    assert not watcher.woken.is_set()
+    team = {"metadata": {**shop["metadata"], "labels": {"team": "a"}}}
+    await feeds._on_namespace("MODIFIED", team, shop)
+    assert watcher.take() == (True, set())
+    await feeds._on_context("ADDED", {"metadata": {"name": "policy"}}, None)
     assert watcher.take() == (True, set())
     feeds.close(watcher)
     await feeds._on_object(DEPLOYMENT.key, "ADDED", hub, None)
