@@ -154,6 +154,27 @@ def test_paths_come_from_the_kinds_table() -> None:
     assert err.value.code == 400 and "Widget" in str(err.value)
 
 
+async def test_a_kind_the_table_does_not_know_is_found_in_the_clusters_discovery() -> None:
+    widgets = {
+        "resources": [
+            {"name": "widgets/status", "kind": "Widget", "namespaced": True},
+            {"name": "widgets", "kind": "Widget", "namespaced": True},
+        ]
+    }
+    cluster = FakeCluster({"/apis/example.com/v1": widgets})
+    writer = Writer(cluster)
+    widget = WorkKey("example.com/v1", "Widget", "shop", "w")
+    assert await writer.path(widget) == "/apis/example.com/v1/namespaces/shop/widgets/w"
+    assert await writer.path(widget) == "/apis/example.com/v1/namespaces/shop/widgets/w"
+    assert [c for c in cluster.calls if c[0] == "get"] == [("get", "/apis/example.com/v1")]
+    with pytest.raises(ApiError) as err:
+        await writer.path(WorkKey("example.com/v1", "Gadget", "shop", "g"))
+    assert err.value.code == 404 and "does not serve" in str(err.value)
+    with pytest.raises(ApiError):
+        await writer.path(WorkKey("other.example/v1", "Thing", "", "t"))  # group not served
+    assert await writer.path(WorkKey.of(cm("a"))) == "/api/v1/namespaces/shop/configmaps/a"
+
+
 async def test_a_namespace_is_made_when_missing_and_one_not_ours_is_left_alone() -> None:
     cluster = FakeCluster()
     writer = Writer(cluster)
