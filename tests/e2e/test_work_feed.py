@@ -2,7 +2,8 @@
 each (push) location, `locations/<name>/work` holds exactly what the sync loop applied there —
 every object of ours in the child, nothing else, and each one such that applying it again as
 `kmc-sync` changes nothing —, a watch starts with the whole state and a bookmark and then
-follows a hub edit, and an unknown location is a NotFound."""
+follows a hub edit, an unknown location is a NotFound, and an agent's identity with a role for
+its own location's feed reads that one only (another's: 403)."""
 
 from __future__ import annotations
 
@@ -251,3 +252,60 @@ def test_an_unknown_locations_feed_is_not_found(
     proc = kubectl["hub"].run("get", "--raw", WORK.format("nowhere-at-all"), check=False)
     assert proc.returncode != 0
     assert "NotFound" in proc.stderr or "not found" in proc.stderr, proc.stderr
+
+
+def test_an_agents_identity_may_read_its_own_locations_feed_only(
+    installed: bed.State, kubectl: dict[str, Kubectl]
+) -> None:
+    """The feed is authorized like every request, by the hub's RBAC through a
+    SubjectAccessReview: a role naming one location's `locations/work` lets its agent read
+    (list and watch) that feed, and another location's is 403 — what the join will grant."""
+    hub = kubectl["hub"]
+    own, other = CHILDREN[0], CHILDREN[1]
+    user, name = f"kmc:location:{own}", f"kmc-e2e-feed-{own}"
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [
+            {
+                "apiGroups": ["mc.kmc.dev"],
+                "resources": ["locations/work"],
+                "resourceNames": [own],
+                "verbs": ["get"],
+            }
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    hub.apply(role)
+    hub.apply(binding)
+    try:
+        as_agent = ("--as", user, "--as-group", "kmc:locations")
+        deadline = time.monotonic() + TIMEOUT
+        while True:  # the hub's RBAC (and our short SAR cache) catch up with the new binding
+            mine = hub.run("get", "--raw", WORK.format(own), *as_agent, check=False)
+            if mine.returncode == 0:
+                break
+            assert time.monotonic() < deadline, mine.stderr
+            time.sleep(1)
+        assert json.loads(mine.stdout)["kind"] == "WorkList"
+        watch = WORK.format(own) + "?watch=true&timeoutSeconds=1"
+        watched = hub.run("get", "--raw", watch, *as_agent, check=False)
+        assert watched.returncode == 0, watched.stderr
+        assert "k8s.io/initial-events-end" in watched.stdout, watched.stdout
+        theirs = hub.run("get", "--raw", WORK.format(other), *as_agent, check=False)
+        assert theirs.returncode != 0
+        assert "Forbidden" in theirs.stderr or "forbidden" in theirs.stderr, theirs.stderr
+        views = hub.run(
+            "get", "--raw", "/apis/mc.kmc.dev/v1alpha1/deployments", *as_agent, check=False
+        )
+        assert views.returncode != 0 and "orbidden" in views.stderr, views.stderr
+    finally:
+        hub.run("delete", "clusterrolebinding", name, "--ignore-not-found")
+        hub.run("delete", "clusterrole", name, "--ignore-not-found")
