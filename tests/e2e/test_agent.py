@@ -146,3 +146,31 @@ def test_the_agent_makes_its_cluster_hold_the_feed_and_follows_it(
         }
     finally:
         stop(agent)
+
+
+def test_the_agents_manifests_apply_cleanly_to_a_location(
+    installed: bed.State, kubectl: dict[str, Kubectl]
+) -> None:
+    """`kubectl apply -k manifests/agent/` on a location: the agent's Deployment, its
+    ConfigMap and the location RBAC it runs with, accepted by a real kube-apiserver (a
+    server dry run: nothing is made)."""
+    child = kubectl["eu-west"]
+    made = child.run("get", "namespace", "kmc-system", check=False).returncode != 0
+    if made:
+        child.run("create", "namespace", "kmc-system")
+    try:
+        out = child.run(
+            "apply", "-k", str(config.REPO_ROOT / "manifests" / "agent"), "--dry-run=server"
+        ).stdout
+        names = {line.split(" ")[0] for line in out.splitlines() if line.strip()}
+        assert {
+            "deployment.apps/kmc-agent",
+            "configmap/kmc-agent",
+            "serviceaccount/kmc-location",
+            "clusterrolebinding.rbac.authorization.k8s.io/kmc:location",
+        } <= names, out
+        built = child.run("kustomize", str(config.REPO_ROOT / "manifests" / "agent")).stdout
+        assert "image: kmc-apiserver:dev" in built and "- kmc-agent" in built
+    finally:
+        if made:
+            child.run("delete", "namespace", "kmc-system", "--wait=false", "--ignore-not-found")
