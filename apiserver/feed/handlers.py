@@ -25,7 +25,7 @@ from apiserver.contract import MC_GROUP, VERSION
 from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE
 from apiserver.objects import Obj
-from apiserver.sync.work import WorkKey, changes, kept_refs, ordered, taken
+from apiserver.sync.work import Sent, kept_refs, ordered
 
 API_VERSION = f"{MC_GROUP}/{VERSION}"
 PATH = f"/apis/{API_VERSION}/locations/{{name}}/work"
@@ -74,12 +74,12 @@ async def _watch(
     watcher = feeds.watch(location)  # before computing: nothing between is missed
     stream = await WatchStream.open(request)
     ends = time.monotonic() + timeout
+    namespaces = feeds.cache.namespaces.cache
     try:
-        entries = feeds.work(location)
-        sent: dict[WorkKey, Obj] = {}
-        for event in changes(sent, entries):
+        entries = feeds.objects(location)
+        sent = Sent()  # what this watcher holds: a change to a few objects costs those few
+        for event in sent.whole(entries, namespaces):
             await stream.send(event.type, event.object)
-        sent = taken(sent, entries)
         initial = {INITIAL_EVENTS_END: "true", KEPT: json.dumps(kept_refs(entries))}
         await stream.send("BOOKMARK", _bookmark(feeds, initial))
         while (left := ends - time.monotonic()) > 0:
@@ -91,12 +91,11 @@ async def _watch(
                 continue
             everything, keys = watcher.take()
             if everything:
-                entries = feeds.work(location)
+                events = sent.whole(feeds.objects(location), namespaces)
             else:
-                entries = feeds.again(location, dict(sent), keys)
-            for event in changes(sent, entries):
+                events = sent.update(feeds.again(location, keys), namespaces)
+            for event in events:
                 await stream.send(event.type, event.object)
-            sent = taken(sent, entries)
     except ConnectionResetError:
         pass  # the client went away
     finally:

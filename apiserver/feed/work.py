@@ -10,7 +10,6 @@ labels, a PlacementPolicy, a hub Namespace, an autoscaler) has it compute them a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -56,27 +55,27 @@ class Feeds:
 
     def work(self, location: str) -> dict[WorkKey, Entry]:
         """Everything `location` holds of ours, by key (namespaces included)."""
+        return with_namespaces(self.objects(location), self.cache.namespaces.cache)
+
+    def objects(self, location: str) -> dict[WorkKey, Entry]:
+        """The entries of every hub object `location` holds (no namespaces)."""
         entries: dict[WorkKey, Entry] = {}
         for key in list(self.cache.list_keys()):
             found = self.entry(location, key)
             if found is not None:
                 entries[found[0]] = found[1]
-        return with_namespaces(entries, self.cache.namespaces.cache)
+        return entries
 
-    def again(
-        self, location: str, held: dict[WorkKey, Entry], keys: set[Key]
-    ) -> dict[WorkKey, Entry]:
-        """`held` with the entries of the hub objects `keys` computed again."""
-        entries = {k: v for k, v in held.items() if not _is_namespace(k)}
+    def again(self, location: str, keys: set[Key]) -> dict[WorkKey, Entry | None]:
+        """The entries of the hub objects `keys`, computed again (None: it has none now)."""
+        changed: dict[WorkKey, Entry | None] = {}
         for key in keys:
             kind = self.cache.kinds.get(key.kind)
             if kind is None:
                 continue
-            entries.pop(work_key(kind, key), None)
             found = self.entry(location, key)
-            if found is not None:
-                entries[found[0]] = found[1]
-        return with_namespaces(entries, self.cache.namespaces.cache)
+            changed[work_key(kind, key)] = None if found is None else found[1]
+        return changed
 
     def entry(self, location: str, key: Key) -> tuple[WorkKey, Entry] | None:
         """One hub object's entry in `location`'s feed, if it has one."""
@@ -172,16 +171,6 @@ def _labels(obj: Obj) -> object:
 def _own(obj: Obj) -> tuple[object, object]:
     meta = obj.get("metadata", {})
     return meta.get("labels"), meta.get("annotations")
-
-
-def _is_namespace(key: WorkKey) -> bool:
-    return key.kind == "Namespace" and key.api_version == "v1" and not key.namespace
-
-
-def objects(entries: dict[WorkKey, Entry]) -> Iterator[Obj]:
-    for entry in entries.values():
-        if isinstance(entry, dict):
-            yield entry
 
 
 FEEDS = web.AppKey("feeds", Feeds)

@@ -163,3 +163,71 @@ def kept_refs(entries: Mapping[WorkKey, Entry]) -> list[Obj]:
         for key in ordered(entries)
         if isinstance(entry := entries[key], Kept)
     ]
+
+
+class Sent:
+    """What one watcher of a feed holds, so that a change to a few objects costs those few.
+
+    `objects`: what it was sent and still holds (a `Kept` entry keeps what it had); `present`:
+    the objects with an entry (`Kept` ones too); a namespace is in the feed while any of them
+    is in it, as `with_namespaces` has it. `whole` takes every entry (and costs them all);
+    `update` only those of some objects, and must leave the same state a `whole` of the same
+    entries would (a property test holds it to that)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[WorkKey, Obj] = {}
+        self.present: set[WorkKey] = set()
+        self.counts: dict[str, int] = {}
+
+    def whole(
+        self, entries: Mapping[WorkKey, Entry], hub_namespace: Mapping[str, ReadOnly]
+    ) -> list[Event]:
+        """Events to the feed of `entries` (objects only, no namespaces)."""
+        full = with_namespaces(entries, hub_namespace)
+        events = changes(self.objects, full)
+        self.objects = taken(self.objects, full)
+        self.present = set(entries)
+        self.counts = {}
+        for key in self.present:
+            if key.namespace:
+                self.counts[key.namespace] = self.counts.get(key.namespace, 0) + 1
+        return events
+
+    def update(
+        self, changed: Mapping[WorkKey, Entry | None], hub_namespace: Mapping[str, ReadOnly]
+    ) -> list[Event]:
+        """Events for new entries of some objects (None: it has none now); never namespaces."""
+        touched = {key.namespace for key in changed}
+        then: list[Event] = []
+        for key in ordered(changed):
+            entry = changed[key]
+            if (entry is None) == (key in self.present):  # it comes or goes
+                by = -1 if entry is None else 1
+                if entry is None:
+                    self.present.discard(key)
+                else:
+                    self.present.add(key)
+                if key.namespace:
+                    self.counts[key.namespace] = self.counts.get(key.namespace, 0) + by
+            before = self.objects.get(key)
+            if entry is None:
+                if before is not None:
+                    del self.objects[key]
+                    then.append(Event("DELETED", before))
+            elif not isinstance(entry, Kept) and before != entry:
+                self.objects[key] = entry
+                then.append(Event("ADDED" if before is None else "MODIFIED", entry))
+        first: list[Event] = []  # namespaces made, before what goes in them
+        last: list[Event] = []  # namespaces gone, after what was in them
+        for namespace in sorted(n for n in touched if n):
+            key, now = namespace_key(namespace), self.counts.get(namespace, 0)
+            if now <= 0:
+                self.counts.pop(namespace, None)
+                gone = self.objects.pop(key, None)
+                if gone is not None:
+                    last.append(Event("DELETED", gone))
+            elif key not in self.objects:
+                hub = hub_namespace.get(namespace) or {"metadata": {"name": namespace}}
+                made = self.objects[key] = child_namespace(hub)
+                first.append(Event("ADDED", made))
+        return first + then + last

@@ -20,6 +20,7 @@ from apiserver.kinds import CONFIGMAP, DEPLOYMENT, Key
 from apiserver.kube.client import Credentials, Kube
 from apiserver.objects import Obj
 from apiserver.sync.desired import location_child
+from apiserver.sync.work import WorkKey
 
 
 def hub_cache() -> HubCache:
@@ -131,14 +132,18 @@ async def test_a_watcher_hears_which_objects_changed_and_when_everything_may_hav
     assert not watcher.woken.is_set()
 
 
-def test_again_computes_only_the_changed_objects_and_drops_what_left() -> None:
+def test_again_computes_only_the_changed_objects_and_says_which_left() -> None:
     cache = hub_cache()
     put(cache, DEPLOYMENT.key, deployment({"east": 3}))
+    put(cache, CONFIGMAP.key, config_map({"east": None}))
     feeds = Feeds(cache)
-    before = feeds.work("east")
+    web = WorkKey("apps/v1", "Deployment", "shop", "web")
+    assert set(feeds.objects("east")) == {web, WorkKey("v1", "ConfigMap", "shop", "conf")}
     put(cache, DEPLOYMENT.key, deployment({"west": 3}))
-    after = feeds.again("east", dict(before), {Key(DEPLOYMENT.key, "shop", "web")})
-    assert after == {}  # its namespace went with the last object in it
+    assert feeds.again("east", {Key(DEPLOYMENT.key, "shop", "web")}) == {web: None}
+    west = feeds.again("west", {Key(DEPLOYMENT.key, "shop", "web")})
+    assert list(west) == [web] and isinstance(west[web], dict)
+    assert feeds.again("east", {Key("NoSuchKind", "shop", "x")}) == {}
 
 
 def app_for(cache: HubCache) -> web.Application:

@@ -6,11 +6,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from apiserver.contract import ORIGIN, OVERRIDES, PLACEMENT
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT
+from apiserver.objects import Obj
 from apiserver.sync.desired import child_namespace, location_child
 from apiserver.sync.work import (
+    Entry,
     Kept,
+    Sent,
     WorkKey,
     changes,
     entry_for,
@@ -174,3 +180,53 @@ def test_a_dependency_goes_as_written_with_the_origin_label() -> None:
         "metadata": {"name": "conf", "namespace": "shop", "labels": {ORIGIN: "u-conf"}},
         "data": {"a": "b"},
     }
+
+
+# -- one watcher's state, updated a few objects at a time -------------------------------------
+
+_KEYS = [
+    WorkKey("v1", "ConfigMap", namespace, name) for namespace in ("a", "b") for name in ("x", "y")
+] + [WorkKey("scheduling.k8s.io/v1", "PriorityClass", "", "high")]
+_ENTRIES = st.one_of(
+    st.none(), st.just(Kept("bad overrides")), st.integers(min_value=0, max_value=2)
+)
+
+
+def _entry(key: WorkKey, value: int | Kept | None) -> Entry | None:
+    if value is None or isinstance(value, Kept):
+        return value
+    meta = {"name": key.name, **({"namespace": key.namespace} if key.namespace else {})}
+    return {"apiVersion": key.api_version, "kind": key.kind, "metadata": meta, "data": value}
+
+
+@given(st.lists(st.dictionaries(st.sampled_from(_KEYS), _ENTRIES, max_size=4), max_size=8))
+def test_updating_a_few_objects_leaves_what_recomputing_all_of_them_would(
+    steps: list[dict[WorkKey, int | Kept | None]],
+) -> None:
+    hub_namespaces = {"a": {"metadata": {"name": "a", "uid": "u-a"}}}
+    few, every = Sent(), Sent()
+    entries: dict[WorkKey, Entry] = {}
+    client: dict[WorkKey, Obj] = {}  # what a watcher that applies every event holds
+    for step in steps:
+        changed = {key: _entry(key, value) for key, value in step.items()}
+        for key, entry in changed.items():
+            if entry is None:
+                entries.pop(key, None)
+            else:
+                entries[key] = entry
+        events = few.update(changed, hub_namespaces)
+        every.whole(entries, hub_namespaces)
+        assert few.objects == every.objects
+        assert few.present == every.present and few.counts == every.counts
+        for event in events:
+            key = WorkKey.of(event.object)
+            if event.type == "DELETED":
+                assert key in client
+                del client[key]
+            else:
+                if key.namespace:
+                    assert namespace_key(key.namespace) in client  # its namespace came first
+                client[key] = event.object
+        assert client == few.objects
+        # Nothing left in a namespace that went.
+        assert all(not k.namespace or namespace_key(k.namespace) in client for k in client)
