@@ -15,6 +15,7 @@ arrived (`drift.after_change`): what was unplaced while the agent was away goes 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
@@ -60,6 +61,7 @@ class Agent:
         watch_seconds: int = 600,
         backoff: Backoff | None = None,
         cluster: Kube | None = None,
+        silence: float = 75.0,
     ) -> None:
         self.hub = hub
         self.cluster = cluster  # watched for drift and orphans, when given
@@ -67,6 +69,7 @@ class Agent:
         self.location = location
         self.retry = retry
         self.watch_seconds = watch_seconds
+        self.silence = silence  # longest quiet on the feed before it counts as dropped
         self.backoff = backoff or Backoff(first=0.5, cap=30.0)
         self.desired = Desired()
         self.failing: dict[WorkKey, Step] = {}  # the latest step per object that failed
@@ -96,10 +99,18 @@ class Agent:
     async def follow_once(self) -> bool:
         """One watch of the feed, until it ends (True) or breaks (False, after a backoff)."""
         self.desired.connected()
+        events = aiter(
+            self.hub.watch(work_path(self.location), "", timeout_seconds=self.watch_seconds)
+        )
         try:
-            async for event in self.hub.watch(
-                work_path(self.location), "", timeout_seconds=self.watch_seconds
-            ):
+            while True:
+                try:
+                    # The feed sends a bookmark every 30 s of quiet: a longer silence is a
+                    # connection dropped on the way (a NAT, a proxy), not a quiet hub.
+                    async with asyncio.timeout(self.silence):
+                        event = await anext(events)
+                except StopAsyncIteration:
+                    break
                 self.backoff.reset()
                 for step in self.desired.take(event):
                     await self.do(step)
@@ -108,9 +119,15 @@ class Agent:
                     self._look_at_everything()  # orphans, now that we know what is wanted
         except Exception as err:  # the hub unreachable, a 403, a cut-off stream: wait, again
             delay = self.backoff.next()
-            log.warning("the work feed of %s broke (%s); again in %.1fs", self.location, err, delay)
+            why = str(err) or type(err).__name__
+            log.warning("the work feed of %s broke (%s); again in %.1fs", self.location, why, delay)
             await asyncio.sleep(delay)
             return False
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
         return True
 
     async def do(self, step: Step) -> None:

@@ -201,6 +201,9 @@ async def test_only_our_objects_are_deleted() -> None:
     assert await Writer(cluster).delete(WorkKey.of(cm("a")))  # gone already: done
 
 
+HANG: Obj = {"type": "HANG"}
+
+
 class FakeHub:
     """A hub whose feed answers each watch with the next script: a list of events, ended by
     an exception to break the connection."""
@@ -221,6 +224,8 @@ class FakeHub:
         for item in self.scripts.pop(0):
             if isinstance(item, BaseException):
                 raise item
+            if item == HANG:
+                await asyncio.sleep(3600)  # a connection dropped on the way: silence
             yield item
 
 
@@ -251,6 +256,15 @@ async def test_the_agent_keeps_the_cluster_while_the_hub_is_away_and_catches_up(
         == [work_path("edge")] * 3
         == ["/apis/mc.kmc.dev/v1alpha1/locations/edge/work"] * 3
     )
+
+
+async def test_a_feed_silent_for_longer_than_its_bookmarks_allow_counts_as_dropped() -> None:
+    hub = FakeHub([[added(cm("a")), end(), HANG], [added(cm("a")), end()]])
+    cluster = FakeCluster()
+    edge = Agent(hub, Writer(cluster), "edge", backoff=Backoff(first=0.001, cap=0.01), silence=0.05)
+    assert not await asyncio.wait_for(edge.follow_once(), 5)  # dropped, not waited on for ever
+    assert "/api/v1/namespaces/shop/configmaps/a" in cluster.objects  # and nothing deleted
+    assert await edge.follow_once()
 
 
 async def test_a_failed_write_is_tried_again_and_only_its_latest_step() -> None:
