@@ -30,6 +30,8 @@ from apiserver.api.authn import (
 from apiserver.api.authz import AUTHORIZER, Authorizer
 from apiserver.api.errors import status_errors
 from apiserver.api.guard import guard
+from apiserver.feed import handlers as feed
+from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import HUB, Kube, guard_trace
@@ -79,6 +81,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     app.router.add_get("/metrics", _metrics)
     documents.add_routes(app, RESOURCES)
     mc.add_routes(app)
+    feed.add_routes(app)
     remote.add_routes(app)
     remote_streams.add_routes(app)
     admission.add_routes(app)
@@ -179,6 +182,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     imports.verdicts.connect(placement.exclude)
     app[DECIDER] = placement.decider
     app[PROGRESS] = sync.progress
+    app[FEEDS] = Feeds(cache)  # pull locations' work, computed from the same cache
     app[VIEW_ROWS] = ViewRows(cache, placement.decider, sync.progress)
     app[REMOTE_CACHES] = RemoteCaches(options.remote_cache_idle, options.remote_cache_max_objects)
     app[CHILD_AUTHZ] = ChildAuthorizers(

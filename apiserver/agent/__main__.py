@@ -1,0 +1,3 @@
+from apiserver.agent.main import main
+
+main()

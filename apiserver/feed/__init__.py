@@ -1,0 +1,1 @@
+"""The work feed of pull locations (docs/pull.md): computed, never stored."""

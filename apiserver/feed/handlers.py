@@ -1,0 +1,110 @@
+"""`GET /apis/mc.kmc.dev/v1alpha1/locations/<name>/work`: a pull location's work feed.
+
+A list (`WorkList`: the child objects, namespaces first, and `kept`: those whose overrides do
+not apply there, to be left as they are), or with `watch=true` kubectl's watch: the whole
+feed as ADDED events, a BOOKMARK annotated `k8s.io/initial-events-end`, then the changes,
+and with `allowWatchBookmarks=true` a BOOKMARK after every quiet `BOOKMARK_EVERY` seconds. A
+watch never resumes from a resourceVersion (a feed object is made from several hub objects;
+none orders it): every watch starts from the whole state. See docs/pull.md.
+
+Authorized by the guard like every request: `get` on `locations/work` in `mc.kmc.dev`, named.
+Not in discovery: `locations` there would make `kubectl get locations` ambiguous.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from aiohttp import web
+
+from apiserver.api import errors
+from apiserver.api.respond import WatchStream, json_response, object_list
+from apiserver.contract import MC_GROUP, VERSION
+from apiserver.feed.work import FEEDS, Feeds
+from apiserver.hubcache import HUB_CACHE
+from apiserver.objects import Obj
+from apiserver.sync.work import Sent, kept_refs, ordered
+
+API_VERSION = f"{MC_GROUP}/{VERSION}"
+PATH = f"/apis/{API_VERSION}/locations/{{name}}/work"
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+KEPT = f"{MC_GROUP}/kept"  # on the initial-events-end bookmark: the `kept` references, JSON
+BOOKMARK_EVERY = 30.0
+_MAX_WATCH = 1800
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get(PATH, work)
+
+
+async def work(request: web.Request) -> web.StreamResponse:
+    feeds: Feeds = request.app[FEEDS]
+    location = request.match_info["name"]
+    watching = (request.query.get("watch") or "false").lower() not in ("false", "0")
+    timeout = _timeout(request)
+    await request.app[HUB_CACHE].wait_synced()
+    if not feeds.knows(location):
+        raise errors.not_found("locations", MC_GROUP, location)
+    if watching:
+        return await _watch(request, feeds, location, timeout)
+    entries = feeds.work(location)
+    items = [entry for key in ordered(entries) if isinstance(entry := entries[key], dict)]
+    body = object_list("WorkList", API_VERSION, items, feeds.version())
+    body["kept"] = kept_refs(entries)
+    return json_response(body)
+
+
+def _timeout(request: web.Request) -> float:
+    text = request.query.get("timeoutSeconds")
+    if not text:
+        return _MAX_WATCH
+    try:
+        seconds = int(text)
+    except ValueError:
+        raise errors.bad_request(f"timeoutSeconds: invalid value {text!r}") from None
+    return float(min(max(seconds, 0), _MAX_WATCH)) or _MAX_WATCH
+
+
+async def _watch(
+    request: web.Request, feeds: Feeds, location: str, timeout: float
+) -> web.StreamResponse:
+    bookmarks = request.query.get("allowWatchBookmarks") == "true"
+    watcher = feeds.watch(location)  # before computing: nothing between is missed
+    stream = await WatchStream.open(request)
+    ends = time.monotonic() + timeout
+    namespaces = feeds.cache.namespaces.cache
+    try:
+        entries = feeds.objects(location)
+        sent = Sent()  # what this watcher holds: a change to a few objects costs those few
+        for event in sent.whole(entries, namespaces):
+            await stream.send(event.type, event.object)
+        initial = {INITIAL_EVENTS_END: "true", KEPT: json.dumps(kept_refs(entries))}
+        await stream.send("BOOKMARK", _bookmark(feeds, initial))
+        while (left := ends - time.monotonic()) > 0:
+            try:
+                await asyncio.wait_for(watcher.woken.wait(), min(left, BOOKMARK_EVERY))
+            except TimeoutError:
+                if bookmarks and ends - time.monotonic() > 0:
+                    await stream.send("BOOKMARK", _bookmark(feeds))
+                continue
+            everything, keys = watcher.take()
+            if everything:
+                events = sent.whole(feeds.objects(location), namespaces)
+            else:
+                events = sent.update(feeds.again(location, keys), namespaces)
+            for event in events:
+                await stream.send(event.type, event.object)
+    except ConnectionResetError:
+        pass  # the client went away
+    finally:
+        feeds.close(watcher)
+    return stream.response
+
+
+def _bookmark(feeds: Feeds, annotations: dict[str, str] | None = None) -> Obj:
+    metadata: Obj = {"resourceVersion": feeds.version()}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": API_VERSION, "kind": "Work", "metadata": metadata}

@@ -1,0 +1,176 @@
+"""The work feed's source: one location's child objects, computed from the hub cache.
+
+Nothing is stored: a list computes the location's work from the hub objects, Locations and
+PlacementPolicies kmc-apiserver caches anyway (`sync/work.py` per object, which makes the
+child with the push sync loop's own function). A watcher is told which hub objects changed
+and computes only their entries again; a change to what every entry may read (a Location's
+labels, a PlacementPolicy, a hub Namespace, an autoscaler) has it compute them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from apiserver.contract import only_status_changed, read_placement
+from apiserver.hubcache import HubCache
+from apiserver.kinds import Key, Kind, Role
+from apiserver.loops.sync.loop import held_by_scalers
+from apiserver.objects import Obj
+from apiserver.placement.policy import constraints
+from apiserver.sync.work import Entry, WorkKey, entry_for, with_namespaces
+
+
+@dataclass(eq=False)  # one watch is one watcher: hashed by identity
+class Watcher:
+    """One open watch of one location's feed: what changed since it last looked."""
+
+    location: str
+    keys: set[Key] = field(default_factory=set)
+    everything: bool = False
+    woken: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def take(self) -> tuple[bool, set[Key]]:
+        """(whether every entry must be computed again, the hub objects that changed)."""
+        everything, keys = self.everything, self.keys
+        self.everything, self.keys = False, set()
+        self.woken.clear()
+        return everything, keys
+
+
+class Feeds:
+    """Every location's work feed, as asked: `work` for a list, `watch` for a watcher."""
+
+    def __init__(self, cache: HubCache) -> None:
+        self.cache = cache
+        self.watchers: set[Watcher] = set()
+        cache.subscribe(self._on_object)
+        cache.namespaces.subscribe(self._on_namespace)
+        cache.locations.subscribe(self._on_location)
+        cache.policies.subscribe(self._on_context)
+
+    # -- computing ------------------------------------------------------------------------
+
+    def work(self, location: str) -> dict[WorkKey, Entry]:
+        """Everything `location` holds of ours, by key (namespaces included)."""
+        return with_namespaces(self.objects(location), self.cache.namespaces.cache)
+
+    def objects(self, location: str) -> dict[WorkKey, Entry]:
+        """The entries of every hub object `location` holds (no namespaces)."""
+        entries: dict[WorkKey, Entry] = {}
+        for key in list(self.cache.list_keys()):
+            found = self.entry(location, key)
+            if found is not None:
+                entries[found[0]] = found[1]
+        return entries
+
+    def again(self, location: str, keys: set[Key]) -> dict[WorkKey, Entry | None]:
+        """The entries of the hub objects `keys`, computed again (None: it has none now)."""
+        changed: dict[WorkKey, Entry | None] = {}
+        for key in keys:
+            kind = self.cache.kinds.get(key.kind)
+            if kind is None:
+                continue
+            found = self.entry(location, key)
+            changed[work_key(kind, key)] = None if found is None else found[1]
+        return changed
+
+    def entry(self, location: str, key: Key) -> tuple[WorkKey, Entry] | None:
+        """One hub object's entry in `location`'s feed, if it has one."""
+        kind, hub = self.cache.kinds.get(key.kind), self.cache.get(key)
+        if kind is None or hub is None or not kind.syncable(hub):
+            return None
+        typed = kind.typed(hub)
+        labels = self._labels(location)
+        if labels is None:
+            return None  # no such Location: it holds nothing
+        namespace = key.namespace
+        added = constraints(self.cache.policies_for(namespace)) if namespace else None
+        held = location in held_by_scalers(self.cache, key, kind, read_placement(typed))
+        found = entry_for(typed, kind, location, labels, added, held)
+        return None if found is None else (work_key(kind, key), found)
+
+    def _labels(self, location: str) -> dict[str, str] | None:
+        found = self.cache.locations.get(location)
+        if found is None:
+            return None
+        return dict(found["metadata"].get("labels") or {})
+
+    def knows(self, location: str) -> bool:
+        return self.cache.locations.get(location) is not None
+
+    def version(self) -> str:
+        """The newest hub resourceVersion the cache has seen: when a list was computed."""
+        informers = [*self.cache.objects.values(), self.cache.namespaces, self.cache.locations]
+        return str(max([0, *(informer.version for informer in informers)]))
+
+    # -- watching -------------------------------------------------------------------------
+
+    def watch(self, location: str) -> Watcher:
+        watcher = Watcher(location)
+        self.watchers.add(watcher)
+        return watcher
+
+    def close(self, watcher: Watcher) -> None:
+        self.watchers.discard(watcher)
+
+    async def _on_object(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
+        if not self.watchers:
+            return
+        if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
+            return  # no child carries the hub's status
+        info = self.cache.kinds.get(kind)
+        if info is not None and info.role is Role.SCALER:
+            # Whether its workload's size is sent may have changed, wherever it is.
+            self._wake_all()
+            return
+        key = Key.of(kind, obj)
+        for watcher in self.watchers:
+            watcher.keys.add(key)
+            watcher.woken.set()
+
+    async def _on_context(self, event: str, obj: Obj, old: Obj | None) -> None:
+        """A PlacementPolicy changed: what it adds to child objects may have."""
+        if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
+            return
+        self._wake_all()
+
+    async def _on_namespace(self, event: str, obj: Obj, old: Obj | None) -> None:
+        """A hub Namespace's labels (which policies select it) and annotations (its child
+        namespace's) are all an entry reads of it."""
+        if event == "MODIFIED" and old is not None and _own(obj) == _own(old):
+            return
+        self._wake_all()
+
+    async def _on_location(self, event: str, obj: Obj, old: Obj | None) -> None:
+        """A Location's labels are all its own entries read of it (overrides select by them
+        and read them into values); its status, probed every few seconds, none: only its own
+        watchers compute again, and only when its labels (or the Location itself) changed."""
+        if event == "MODIFIED" and old is not None and _labels(obj) == _labels(old):
+            return
+        self._wake_all(obj["metadata"]["name"])
+
+    def _wake_all(self, location: str | None = None) -> None:
+        for watcher in self.watchers:
+            if location is None or watcher.location == location:
+                watcher.everything = True
+                watcher.woken.set()
+
+
+def work_key(kind: Kind, key: Key) -> WorkKey:
+    """The child's key for a hub object's: same kind, namespace and name."""
+    return WorkKey(kind.api_version, kind.kind, key.namespace, key.name)
+
+
+def _labels(obj: Obj) -> object:
+    return obj.get("metadata", {}).get("labels")
+
+
+def _own(obj: Obj) -> tuple[object, object]:
+    meta = obj.get("metadata", {})
+    return meta.get("labels"), meta.get("annotations")
+
+
+FEEDS = web.AppKey("feeds", Feeds)

@@ -1,0 +1,219 @@
+"""The work feed on kmc-apiserver: a location's children computed from the hub cache, as a
+list and as kubectl's watch (whole state, the initial-events-end bookmark, then changes)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, cast
+
+import aiohttp
+from aiohttp import web
+from pytest_aiohttp import AiohttpClient
+
+from apiserver.api.errors import status_errors
+from apiserver.contract import ORIGIN, PLACEMENT
+from apiserver.feed import handlers
+from apiserver.feed.work import FEEDS, Feeds
+from apiserver.hubcache import HUB_CACHE, HubCache
+from apiserver.kinds import CONFIGMAP, DEPLOYMENT, Key
+from apiserver.kube.client import Credentials, Kube
+from apiserver.objects import Obj
+from apiserver.sync.desired import location_child
+from apiserver.sync.work import WorkKey
+
+
+def hub_cache() -> HubCache:
+    session = cast(aiohttp.ClientSession, None)
+    cache = HubCache(Kube(session, Credentials("https://hub.invalid", False), "hub"))
+    for informer in (
+        *cache.objects.values(),
+        cache.namespaces,
+        cache.locations,
+        cache.policies,
+        cache.slices,
+    ):
+        informer.synced.set()
+    cache.locations.cache["east"] = {"metadata": {"name": "east", "labels": {"region": "us"}}}
+    cache.locations.cache["west"] = {"metadata": {"name": "west", "labels": {"region": "us"}}}
+    cache.namespaces.cache["shop"] = {"metadata": {"name": "shop", "uid": "u-shop"}}
+    return cache
+
+
+def deployment(placement: dict[str, int], image: str = "nginx") -> Obj:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "namespace": "shop",
+            "uid": "u-web",
+            "annotations": {PLACEMENT: json.dumps(placement)},
+        },
+        "spec": {
+            "replicas": sum(placement.values()),
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": image}]},
+            },
+        },
+    }
+
+
+def config_map(placement: dict[str, None]) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "conf",
+            "namespace": "shop",
+            "uid": "u-conf",
+            "annotations": {PLACEMENT: json.dumps(placement)},
+        },
+        "data": {"a": "b"},
+    }
+
+
+def put(cache: HubCache, kind: str, obj: Obj) -> None:
+    cache.objects[kind].cache[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = obj
+
+
+def test_a_locations_work_is_what_the_push_loop_applies_there_and_nothing_else() -> None:
+    cache = hub_cache()
+    hub = deployment({"east": 3, "west": 2})
+    put(cache, DEPLOYMENT.key, hub)
+    put(cache, CONFIGMAP.key, config_map({"west": None}))
+    feeds = Feeds(cache)
+    east = [o for o in feeds.work("east").values() if isinstance(o, dict)]
+    assert [o["kind"] for o in east] == ["Namespace", "Deployment"]
+    labels = {"region": "us"}
+    want = location_child(hub, DEPLOYMENT, "east", {"east": 3, "west": 2}, labels)
+    assert east[1] == want
+    assert east[0]["metadata"]["labels"] == {ORIGIN: "u-shop"}
+    west = [o["kind"] for o in feeds.work("west").values() if isinstance(o, dict)]
+    assert west == ["Namespace", "ConfigMap", "Deployment"]
+    assert feeds.work("nowhere") == {}
+
+
+async def test_a_watcher_hears_which_objects_changed_and_when_everything_may_have() -> None:
+    cache = hub_cache()
+    feeds = Feeds(cache)
+    watcher = feeds.watch("east")
+    hub = deployment({"east": 3})
+    await feeds._on_object(DEPLOYMENT.key, "ADDED", hub, None)
+    assert watcher.woken.is_set()
+    assert watcher.take() == (False, {Key(DEPLOYMENT.key, "shop", "web")})
+    assert not watcher.woken.is_set()
+    folded = {**hub, "status": {"replicas": 0}}
+    status_only = {**hub, "status": {"replicas": 3}}
+    await feeds._on_object(DEPLOYMENT.key, "MODIFIED", status_only, folded)
+    assert not watcher.woken.is_set()  # no child carries the hub's status
+    east = cache.locations.cache["east"]
+    probed = {**east, "status": {"lastProbeTime": "2026-12-06T00:00:02Z"}}
+    await feeds._on_location("MODIFIED", probed, east)
+    assert not watcher.woken.is_set()  # a probe changes nothing a child is made from
+    relabelled = {"metadata": {"name": "east", "labels": {"region": "eu"}}}
+    await feeds._on_location("MODIFIED", relabelled, east)
+    assert watcher.take() == (True, set())
+    west = cache.locations.cache["west"]
+    await feeds._on_location("MODIFIED", {"metadata": {"name": "west"}}, west)
+    assert not watcher.woken.is_set()  # another location's labels: not east's business
+    shop = cache.namespaces.cache["shop"]
+    await feeds._on_namespace("MODIFIED", {**shop, "status": {"phase": "Active"}}, shop)
+    assert not watcher.woken.is_set()
+    team = {"metadata": {**shop["metadata"], "labels": {"team": "a"}}}
+    await feeds._on_namespace("MODIFIED", team, shop)
+    assert watcher.take() == (True, set())
+    await feeds._on_context("ADDED", {"metadata": {"name": "policy"}}, None)
+    assert watcher.take() == (True, set())
+    feeds.close(watcher)
+    await feeds._on_object(DEPLOYMENT.key, "ADDED", hub, None)
+    assert not watcher.woken.is_set()
+
+
+def test_again_computes_only_the_changed_objects_and_says_which_left() -> None:
+    cache = hub_cache()
+    put(cache, DEPLOYMENT.key, deployment({"east": 3}))
+    put(cache, CONFIGMAP.key, config_map({"east": None}))
+    feeds = Feeds(cache)
+    web = WorkKey("apps/v1", "Deployment", "shop", "web")
+    assert set(feeds.objects("east")) == {web, WorkKey("v1", "ConfigMap", "shop", "conf")}
+    put(cache, DEPLOYMENT.key, deployment({"west": 3}))
+    assert feeds.again("east", {Key(DEPLOYMENT.key, "shop", "web")}) == {web: None}
+    west = feeds.again("west", {Key(DEPLOYMENT.key, "shop", "web")})
+    assert list(west) == [web] and isinstance(west[web], dict)
+    assert feeds.again("east", {Key("NoSuchKind", "shop", "x")}) == {}
+
+
+def app_for(cache: HubCache) -> web.Application:
+    app = web.Application(middlewares=[status_errors])  # as make_app has it
+    app[HUB_CACHE] = cache
+    app[FEEDS] = Feeds(cache)
+    handlers.add_routes(app)
+    return app
+
+
+async def test_the_list_answers_a_worklist(aiohttp_client: AiohttpClient) -> None:
+    cache = hub_cache()
+    put(cache, DEPLOYMENT.key, deployment({"east": 3}))
+    client = await aiohttp_client(app_for(cache))
+    answer = await client.get("/apis/mc.kmc.dev/v1alpha1/locations/east/work")
+    assert answer.status == 200
+    body = await answer.json()
+    assert body["kind"] == "WorkList" and body["apiVersion"] == "mc.kmc.dev/v1alpha1"
+    assert [o["kind"] for o in body["items"]] == ["Namespace", "Deployment"]
+    assert body["kept"] == []
+    missing = await client.get("/apis/mc.kmc.dev/v1alpha1/locations/nowhere/work")
+    assert missing.status == 404
+    bad = await client.get(
+        "/apis/mc.kmc.dev/v1alpha1/locations/east/work",
+        params={"watch": "true", "timeoutSeconds": "soon"},
+    )
+    assert bad.status == 400
+
+
+async def test_the_watch_sends_the_state_a_bookmark_then_changes(
+    aiohttp_client: AiohttpClient,
+) -> None:
+    cache = hub_cache()
+    put(cache, DEPLOYMENT.key, deployment({"east": 3}))
+    app = app_for(cache)
+    feeds = app[FEEDS]
+    client = await aiohttp_client(app)
+    answer = await client.get(
+        "/apis/mc.kmc.dev/v1alpha1/locations/east/work",
+        params={"watch": "true", "timeoutSeconds": "30"},
+    )
+    assert answer.status == 200
+
+    async def event() -> dict[str, Any]:
+        line = await asyncio.wait_for(answer.content.readline(), 10)
+        return cast(dict[str, Any], json.loads(line))
+
+    first = [await event() for _ in range(3)]
+    assert [(e["type"], e["object"]["kind"]) for e in first] == [
+        ("ADDED", "Namespace"),
+        ("ADDED", "Deployment"),
+        ("BOOKMARK", "Work"),
+    ]
+    annotations = first[2]["object"]["metadata"]["annotations"]
+    assert annotations[handlers.INITIAL_EVENTS_END] == "true"
+    assert json.loads(annotations[handlers.KEPT]) == []
+
+    edited = deployment({"east": 3}, image="nginx:2")
+    put(cache, DEPLOYMENT.key, edited)
+    await feeds._on_object(DEPLOYMENT.key, "MODIFIED", edited, None)
+    modified = await event()
+    assert modified["type"] == "MODIFIED"
+    assert modified["object"]["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
+
+    moved = deployment({"west": 3}, image="nginx:2")
+    put(cache, DEPLOYMENT.key, moved)
+    await feeds._on_object(DEPLOYMENT.key, "MODIFIED", moved, None)
+    gone = [await event() for _ in range(2)]
+    assert [(e["type"], e["object"]["kind"]) for e in gone] == [
+        ("DELETED", "Deployment"),
+        ("DELETED", "Namespace"),
+    ]
+    answer.close()
