@@ -31,6 +31,8 @@ def hub_cache() -> HubCache:
         cache.namespaces,
         cache.locations,
         cache.policies,
+        cache.overrides,
+        cache.cluster_overrides,
         cache.slices,
     ):
         informer.synced.set()
