@@ -52,3 +52,44 @@ def render(children: dict[str, Any], shown: str, only: str | None) -> tuple[str,
     text = "".join(line if line.endswith("\n") else line + "\n" for line in out)
     code = ERROR if problems else (DIFFERENCES if out else NO_DIFFERENCES)
     return text, problems, code
+
+
+PREVIEWS = f"/apis/{MC}/{VERSION}/previews"
+
+
+def shown_name(entry: dict[str, Any]) -> str:
+    """`deployment.apps/web`, as kubectl names an object."""
+    group = str(entry.get("apiVersion") or "").rpartition("/")[0]
+    kind = str(entry.get("kind") or "").lower()
+    return f"{kind}.{group}/{entry.get('name')}" if group else f"{kind}/{entry.get('name')}"
+
+
+def render_preview(
+    answer: dict[str, Any], proposed: str, only: str | None
+) -> tuple[str, list[str], int]:
+    """(the diffs, lines for stderr, exit code) for the `previews` answer of one object from
+    the file; `proposed` names it (`override.kmc.dev/eu`). For an Override the diff is what a
+    location gets now against what it would get with the Override applied."""
+    objects: Sequence[dict[str, Any]] = answer.get("objects") or []
+    texts: list[str] = []
+    problems: list[str] = []
+    code = NO_DIFFERENCES
+    if not objects:
+        problems.append(f"warning: {proposed} targets no object")
+    seen = False
+    for entry in objects:
+        shown = shown_name(entry)
+        if entry.get("note"):
+            problems.append(f"warning: {shown}: {entry['note']}")
+        locations = entry.get("locations") or []
+        if only is not None:
+            locations = [e for e in locations if e.get("location") == only]
+        seen = seen or bool(locations)
+        text, errors, found = render({"locations": locations}, shown, None)
+        texts.append(text)
+        problems.extend(errors)
+        code = max(code, found)
+    if only is not None and objects and not seen:
+        problems.append(f"error: {proposed} changes nothing in {only}: no copy there")
+        code = ERROR
+    return "".join(texts), problems, code
