@@ -54,7 +54,10 @@ def render(children: dict[str, Any], shown: str, only: str | None) -> tuple[str,
     return text, problems, code
 
 
-PREVIEWS = f"/apis/{MC}/{VERSION}/previews"
+def previews_path(namespace: str | None) -> str:
+    """kmc-apiserver's read-only `previews`: in a namespace, or cluster-wide (None)."""
+    where = f"/namespaces/{namespace}" if namespace else ""
+    return f"/apis/{MC}/{VERSION}{where}/previews"
 
 
 def shown_name(entry: dict[str, Any]) -> str:

@@ -79,7 +79,7 @@ def _diff_file(filename: str, location: str | None, namespace: str | None, hub: 
     """Each object of the file previewed by the server, its diffs printed; the exit code is
     the worst of them."""
     from kubectl_mc import diff as diffs
-    from kubectl_mc.diff_file import FileError, read_objects
+    from kubectl_mc.diff_file import FileError, Scopes, read_objects
     from kubectl_mc.kube import KubeError
     from kubectl_mc.move_cli import namespace_of
 
@@ -89,13 +89,17 @@ def _diff_file(filename: str, location: str | None, namespace: str | None, hub: 
         _error(str(err))
     client = hub_client(**hub_args(hub))
     ns = namespace_of(namespace, hub)
+    scopes = Scopes(client, filename)
     code = diffs.NO_DIFFERENCES
     for obj in objects:
         meta = obj.get("metadata")
         proposed = diffs.shown_name({**obj, "name": (meta or {}).get("name")})
         try:
-            answer = client.request("POST", diffs.PREVIEWS, obj, params={"namespace": ns})
-        except KubeError as err:
+            namespaced = scopes.namespaced(obj)
+            given = (meta or {}).get("namespace") if isinstance(meta, dict) else None
+            path = diffs.previews_path(given or ns if namespaced else None)
+            answer = client.request("POST", path, obj)
+        except (KubeError, FileError) as err:
             click.echo(str(err), err=True)
             code = diffs.ERROR
             continue

@@ -52,3 +52,38 @@ def _one_line(err: yaml.YAMLError) -> str:
 def _short(obj: Any) -> str:
     text = repr(obj)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+class Scopes:
+    """Whether a kind is namespaced, from the hub's discovery (one request per apiVersion of
+    the file), as kubectl maps a file's objects to resources."""
+
+    def __init__(self, client: Any, path: str) -> None:
+        self.client, self.path = client, path
+        self._known: dict[str, dict[str, bool]] = {}
+
+    def namespaced(self, obj: dict[str, Any]) -> bool:
+        from kubectl_mc.kube import KubeError
+
+        version = str(obj["apiVersion"])
+        if version not in self._known:
+            path = f"/api/{version}" if "/" not in version else f"/apis/{version}"
+            try:
+                found = self.client.get(path).get("resources") or []
+            except KubeError as err:
+                if err.code != 404:
+                    raise
+                found = []
+            self._known[version] = {
+                r["kind"]: bool(r.get("namespaced")) for r in found if "/" not in r["name"]
+            }
+        scope = self._known[version].get(str(obj["kind"]))
+        if scope is None:
+            name = (obj.get("metadata") or {}).get("name", "")
+            namespace = (obj.get("metadata") or {}).get("namespace", "")
+            raise FileError(
+                f'error: resource mapping not found for name: "{name}" namespace: '
+                f'"{namespace}" from "{self.path}": no matches for kind "{obj["kind"]}" in '
+                f'version "{version}"'
+            )
+        return scope

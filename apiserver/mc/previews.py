@@ -1,8 +1,11 @@
 """`POST /apis/mc.kmc.dev/v1alpha1/previews`: what the locations would get from an object not
 yet written (`subresources/preview.py` says what; this gathers the inputs). Read-only: the
 answer comes from the hub cache, the Locations and the placement engine; nothing is written.
-Authorized as any request (`create` on `previews` of `mc.kmc.dev`). `?namespace=` is the
-namespace of a namespaced object that names none (kubectl's default namespace)."""
+Authorized as any request: `create` on `previews` of `mc.kmc.dev`, in the namespace of the
+path (`/namespaces/NS/previews`, for a namespaced object or an Override) or cluster-wide
+(`/previews`, for a cluster-scoped object or a ClusterOverride), so a preview shows only what
+its caller was allowed to ask about there. A namespaced object that names no namespace gets
+the path's."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ PATH = f"/apis/{API_VERSION}/previews"
 
 def add_routes(app: web.Application) -> None:
     app.router.add_post(PATH, preview)
+    app.router.add_post(f"/apis/{API_VERSION}/namespaces/{{namespace}}/previews", preview)
 
 
 async def preview(request: web.Request) -> web.StreamResponse:
@@ -43,14 +47,14 @@ async def preview(request: web.Request) -> web.StreamResponse:
     ):
         raise errors.bad_request("the body must be one object with apiVersion and kind")
     cache: HubCache = request.app[HUB_CACHE]
-    default = request.query.get("namespace", "")
+    namespace = request.match_info.get("namespace", "")
     try:
         if preview_sub.is_override(body):
-            body = preview_sub.in_namespace(body, default if body["kind"] == KIND else "")
+            body = preview_sub.in_namespace(body, namespace, body["kind"] == KIND)
             entries = _override_entries(cache, body)
         else:
             kind = _kind_of(cache, body)
-            body = preview_sub.in_namespace(body, default if kind.namespaced else "")
+            body = preview_sub.in_namespace(body, namespace, kind.namespaced)
             entries = [await _object_entry(cache, request.app[DECIDER], kind, body)]
     except PreviewError as err:
         raise errors.bad_request(str(err)) from None

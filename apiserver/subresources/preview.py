@@ -77,12 +77,26 @@ def with_proposed(current: Sequence[Source], proposed: Source, targeted: bool) -
     return sorted(kept, key=lambda s: s.order)
 
 
-def in_namespace(obj: ReadOnly, default: str) -> Obj:
-    """The object with `default` as its namespace when it names none; `default` "" for a
-    cluster-scoped kind."""
+def in_namespace(obj: ReadOnly, path: str, namespaced: bool) -> Obj:
+    """The object in the namespace of the request's path (`path`, "" for a cluster-wide
+    one): a namespaced object names it or none, a cluster-scoped one comes cluster-wide;
+    PreviewError otherwise, in kube-apiserver's words."""
     meta = dict(obj.get("metadata") or {})
-    if default and not meta.get("namespace"):
-        meta["namespace"] = default
+    given = str(meta.get("namespace") or "")
+    named = f"{obj.get('kind')} {meta.get('name')}"
+    if namespaced and not path:
+        raise PreviewError(f"{named}: {obj.get('kind')} is namespaced: preview it in a namespace")
+    if not namespaced and path:
+        raise PreviewError(f"{named}: {obj.get('kind')} is cluster-scoped: preview it cluster-wide")
+    if namespaced and given and given != path:
+        raise PreviewError(
+            f"{named}: the namespace of the provided object does not match the namespace sent "
+            "on the request"
+        )
+    if not namespaced and given:
+        del meta["namespace"]
+    if namespaced:
+        meta["namespace"] = path
     return {**obj, "metadata": meta}
 
 

@@ -103,11 +103,17 @@ def test_an_override_without_namespace_is_refused() -> None:
         preview.proposed_override(override(namespace=""))
 
 
-def test_in_namespace_fills_only_what_is_missing() -> None:
-    assert preview.in_namespace(web(), "other")["metadata"]["namespace"] == "shop"
+def test_the_namespace_is_the_paths() -> None:
+    assert preview.in_namespace(web(), "shop", True)["metadata"]["namespace"] == "shop"
     bare = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
-    assert preview.in_namespace(bare, "other")["metadata"]["namespace"] == "other"
-    assert "namespace" not in preview.in_namespace(bare, "")["metadata"]
+    assert preview.in_namespace(bare, "other", True)["metadata"]["namespace"] == "other"
+    with pytest.raises(preview.PreviewError, match="does not match"):
+        preview.in_namespace(web(), "other", True)
+    with pytest.raises(preview.PreviewError, match="is namespaced"):
+        preview.in_namespace(bare, "", True)
+    with pytest.raises(preview.PreviewError, match="is cluster-scoped"):
+        preview.in_namespace(bare, "other", False)
+    assert "namespace" not in preview.in_namespace(bare, "", False)["metadata"]
 
 
 def test_no_target_and_notes_are_said_on_stderr() -> None:
