@@ -103,7 +103,10 @@ def _diff_file(filename: str, location: str | None, namespace: str | None, hub: 
             click.echo(str(err), err=True)
             code = diffs.ERROR
             continue
-        text, problems, found = diffs.render_preview(answer, proposed, location)
+        now = obj.get("kind") in ("Override", "ClusterOverride")
+        text, problems, found = diffs.render_preview(
+            answer, proposed, location, "{} now" if now else "hub"
+        )
         sys.stdout.write(text)
         sys.stdout.flush()
         for line in problems:
