@@ -444,3 +444,36 @@ def test_mc_diff_f_previews_a_new_object_and_an_unapplied_override(
     assert refused.returncode == 2 and "nope" in refused.stderr, refused
     missing = hub.mc("diff", "-f", str(tmp_path / "none.yaml"), check=False)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_previews_are_authorized_where_they_are_asked(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, tmp_path: Path
+) -> None:
+    """A namespace's viewer may preview there (the aggregated `view` role grants `create` on
+    `previews`), not in another namespace nor cluster-wide."""
+    hub = kubectl["hub"]
+    hub.run("create", "serviceaccount", "viewer", "-n", namespace)
+    hub.run(
+        "create", "rolebinding", "viewer", "-n", namespace, "--clusterrole=view",
+        f"--serviceaccount={namespace}:viewer",
+    )  # fmt: skip
+    user = f"system:serviceaccount:{namespace}:viewer"
+    body = tmp_path / "web.json"
+    body.write_text(json.dumps(web(None)))
+    base = "/apis/mc.kmc.dev/v1alpha1"
+
+    def preview(path: str) -> Any:
+        return hub.run("create", "--raw", path, "-f", str(body), "--as", user, check=False)
+
+    deadline = time.monotonic() + TIMEOUT
+    while (mine := preview(f"{base}/namespaces/{namespace}/previews")).returncode != 0:
+        assert time.monotonic() < deadline, mine.stderr  # RBAC caches settle
+        time.sleep(0.5)
+    answer = json.loads(mine.stdout)
+    assert answer["kind"] == "Preview" and answer["objects"][0]["namespace"] == namespace
+    assert answer["objects"][0]["locations"], answer
+    for elsewhere in (f"{base}/namespaces/default/previews", f"{base}/previews"):
+        refused = preview(elsewhere)
+        assert refused.returncode != 0 and "Forbidden" in refused.stderr, refused
+    gone = hub.run("get", "deployment", "web", "-n", namespace, check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr  # a preview writes nothing
