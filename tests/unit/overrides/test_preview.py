@@ -141,3 +141,10 @@ def test_the_file_is_read_as_kubectl_reads_it(tmp_path: Path) -> None:
         read_objects(str(path))
     with pytest.raises(FileError, match=r"the path \".*nope\.yaml\" does not exist"):
         read_objects(str(tmp_path / "nope.yaml"))
+
+
+def test_a_dash_reads_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(web())))
+    assert read_objects("-") == [web()]
