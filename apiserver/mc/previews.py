@@ -9,6 +9,7 @@ the path's."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from aiohttp import web
@@ -27,6 +28,7 @@ from apiserver.subresources import preview as preview_sub
 from apiserver.subresources.preview import PreviewError
 
 PATH = f"/apis/{API_VERSION}/previews"
+_YIELD_EVERY = 100  # targets previewed between two turns of the event loop
 
 
 def add_routes(app: web.Application) -> None:
@@ -51,14 +53,14 @@ async def preview(request: web.Request) -> web.StreamResponse:
     try:
         if preview_sub.is_override(body):
             body = preview_sub.in_namespace(body, namespace, body["kind"] == KIND)
-            entries = _override_entries(cache, body)
+            entries = await _override_entries(cache, body)
         else:
             kind = _kind_of(cache, body)
             body = preview_sub.in_namespace(body, namespace, kind.namespaced)
             entries = [await _object_entry(cache, request.app[DECIDER], kind, body)]
     except PreviewError as err:
         raise errors.bad_request(str(err)) from None
-    except (KeyError, TypeError, AttributeError) as err:  # a field of the wrong type
+    except (KeyError, TypeError, AttributeError, ValueError) as err:  # a field of the wrong type
         raise errors.bad_request(f"{body['kind']}: the object does not parse: {err!r}") from None
     return json_response(preview_sub.preview_object(entries))
 
@@ -127,7 +129,7 @@ async def _object_entry(cache: HubCache, decider: Decider, kind: Kind, body: Obj
     return entry
 
 
-def _override_entries(cache: HubCache, body: Obj) -> list[Obj]:
+async def _override_entries(cache: HubCache, body: Obj) -> list[Obj]:
     """An Override or ClusterOverride: every object it (or the one of its name now) targets,
     each location's child now beside the one with it applied."""
     proposed = preview_sub.proposed_override(body)
@@ -137,7 +139,9 @@ def _override_entries(cache: HubCache, body: Obj) -> list[Obj]:
     if now is not None:
         keys |= set(cache.override_targets(now))  # those it would stop targeting
     entries = []
-    for key in sorted(keys):
+    for done, key in enumerate(sorted(keys), 1):
+        if done % _YIELD_EVERY == 0:
+            await asyncio.sleep(0)  # a ClusterOverride may target thousands: let others run
         kind, hub = cache.kinds.get(key.kind), cache.get(key)
         if kind is None or hub is None:
             continue
