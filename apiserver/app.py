@@ -49,6 +49,7 @@ from apiserver.loops.placement.loop import Settings as PlacementSettings
 from apiserver.loops.sync.loop import PROGRESS, SyncLoop
 from apiserver.loops.sync.loop import Settings as SyncSettings
 from apiserver.mc import handlers as mc
+from apiserver.mc import previews as mc_previews
 from apiserver.mc import resources as mc_resources
 from apiserver.mc.rows import VIEW_ROWS, ViewRows
 from apiserver.options import OPTIONS, Options
@@ -80,6 +81,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
     documents.add_routes(app, RESOURCES)
+    mc_previews.add_routes(app)
     mc.add_routes(app)
     feed.add_routes(app)
     remote.add_routes(app)

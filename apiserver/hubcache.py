@@ -145,7 +145,7 @@ class HubCache:
             namespace,
             meta["name"],
             meta.get("labels") or {},
-            self._namespace_labels(namespace),
+            self.namespace_labels(namespace),
         )
 
     def override_targets(self, source: Source) -> Iterator[Key]:
@@ -157,13 +157,13 @@ class HubCache:
             for key in self.list_keys(kind.key, source.namespace or None):
                 meta = (self.get(key) or {}).get("metadata") or {}
                 labels = meta.get("labels") or {}
-                ns_labels = self._namespace_labels(key.namespace)
+                ns_labels = self.namespace_labels(key.namespace)
                 if source.targets(
                     (kind.group, kind.kind), key.namespace, key.name, labels, ns_labels
                 ):
                     yield key
 
-    def _namespace_labels(self, namespace: str) -> dict[str, str]:
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
         if not namespace:
             return {}
         labels: dict[str, str] = self.namespace(namespace)["metadata"].get("labels") or {}

@@ -26,9 +26,12 @@ def children_path(kind: Workload, namespace: str, name: str) -> str:
     return f"/apis/{MC}/{VERSION}/namespaces/{namespace}/{kind.plural}/{name}/children"
 
 
-def render(children: dict[str, Any], shown: str, only: str | None) -> tuple[str, list[str], int]:
+def render(
+    children: dict[str, Any], shown: str, only: str | None, before: str = "hub"
+) -> tuple[str, list[str], int]:
     """(the diffs, error lines, exit code) for the sub-resource's answer; `shown` names the
-    object (`deployment.apps/web`); `only` keeps one location."""
+    object (`deployment.apps/web`); `only` keeps one location; `before` names the old side
+    (`hub`, or `<location> now` with `{}` for the location)."""
     entries: Sequence[dict[str, Any]] = children.get("locations") or []
     if only is not None:
         entries = [e for e in entries if e.get("location") == only]
@@ -46,9 +49,55 @@ def render(children: dict[str, Any], shown: str, only: str | None) -> tuple[str,
         if "error" in entry:
             problems.append(f"error: {shown} in {location}: {entry['error']}")
             continue
-        before = dump_yaml(entry.get("hub") or {}).splitlines(keepends=True)
-        after = dump_yaml(entry.get("object") or {}).splitlines(keepends=True)
-        out.extend(difflib.unified_diff(before, after, f"{shown} (hub)", f"{shown} ({location})"))
+        old = dump_yaml(entry.get("hub") or {}).splitlines(keepends=True)
+        new = dump_yaml(entry.get("object") or {}).splitlines(keepends=True)
+        old_name = f"{shown} ({before.format(location)})"
+        out.extend(difflib.unified_diff(old, new, old_name, f"{shown} ({location})"))
     text = "".join(line if line.endswith("\n") else line + "\n" for line in out)
     code = ERROR if problems else (DIFFERENCES if out else NO_DIFFERENCES)
     return text, problems, code
+
+
+def previews_path(namespace: str | None) -> str:
+    """kmc-apiserver's read-only `previews`: in a namespace, or cluster-wide (None)."""
+    where = f"/namespaces/{namespace}" if namespace else ""
+    return f"/apis/{MC}/{VERSION}{where}/previews"
+
+
+def shown_name(entry: dict[str, Any]) -> str:
+    """`deployment.apps/web`, as kubectl names an object."""
+    group = str(entry.get("apiVersion") or "").rpartition("/")[0]
+    kind = str(entry.get("kind") or "").lower()
+    return f"{kind}.{group}/{entry.get('name')}" if group else f"{kind}/{entry.get('name')}"
+
+
+def render_preview(
+    answer: dict[str, Any], proposed: str, only: str | None, before: str = "hub"
+) -> tuple[str, list[str], int]:
+    """(the diffs, lines for stderr, exit code) for the `previews` answer of one object from
+    the file; `proposed` names it (`override.kmc.dev/eu`). For an Override the diff is what a
+    location gets now against what it would get with the Override applied: `before` is then
+    `{} now` (`--- deployment.apps/web (eu-west now)`)."""
+    objects: Sequence[dict[str, Any]] = answer.get("objects") or []
+    texts: list[str] = []
+    problems: list[str] = []
+    code = NO_DIFFERENCES
+    if not objects:
+        problems.append(f"warning: {proposed} targets no object")
+    seen = False
+    for entry in objects:
+        shown = shown_name(entry)
+        if entry.get("note"):
+            problems.append(f"warning: {shown}: {entry['note']}")
+        locations = entry.get("locations") or []
+        if only is not None:
+            locations = [e for e in locations if e.get("location") == only]
+        seen = seen or bool(locations)
+        text, errors, found = render({"locations": locations}, shown, None, before)
+        texts.append(text)
+        problems.extend(errors)
+        code = max(code, found)
+    if only is not None and objects and not seen:
+        problems.append(f"error: {proposed} changes nothing in {only}: no copy there")
+        code = ERROR
+    return "".join(texts), problems, code

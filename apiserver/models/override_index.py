@@ -190,6 +190,10 @@ class Index:
         ]
         return sorted(found, key=lambda s: s.order)
 
+    def get(self, namespace: str, name: str) -> Source | None:
+        """The one of that name as read ("" for a ClusterOverride's namespace)."""
+        return self._sources.get((namespace, name))
+
     def __len__(self) -> int:
         return len(self._sources)
 

@@ -3,30 +3,37 @@ plain kubectl: each location's child gets the rules of the overrides that select
 ClusterOverride's before a namespace's (whatever its priority), then by priority and name, the
 object's own annotation last; an Override's change reaches the children; deleting the
 overrides returns the children to the plain object; a malformed Override is refused at the
-door with the field named."""
+door with the field named; a ClusterOverride reaches a cluster-scoped object placed by its
+strategy, and `kubectl mc diff -f` shows it before it is applied."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kmc_testbed import bed
 
-from .conftest import Kubectl
+from .conftest import CHILDREN, Kubectl
+from .test_cluster_scoped import US, cluster_role, fresh
+from .test_ingress_volumes import in_children
 from .test_overrides import (
     OVERRIDES,
     TIMEOUT,
     container,
     env,
+    headers,
     wait_for,
     wait_overridden,
     web,
 )
 from .test_placement import wait_placement
+from .test_services import wait_for as wait_for_it
 from .test_sync import child_deployments
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
@@ -259,3 +266,73 @@ def test_a_move_carries_the_destinations_override_objects_and_diff_shows_them(
     assert diff.returncode == 1, diff.stderr
     added = [line for line in diff.stdout.splitlines() if line.startswith("+")]
     assert any("image: mirror.eu.example/web:1" in line for line in added), diff.stdout
+
+
+def test_a_cluster_override_reaches_a_cluster_role_placed_by_its_strategy(
+    installed: bed.State, kubectl: dict[str, Kubectl], cluster_override: str, tmp_path: Path
+) -> None:
+    """A ClusterOverride targets a cluster-scoped object placed by its strategy: `diff -f`
+    shows what it would change before it is applied, the selected locations' copies get its
+    rules once it is, and deleting it returns them to the plain object."""
+    hub = kubectl["hub"]
+    role = fresh("e2e-covr")
+    try:
+        hub.apply(cluster_role(role, {"type": "Replicate"}))
+        wait_for_it(
+            lambda: in_children(kubectl, "clusterroles", role).keys() == set(CHILDREN),
+            say=f"clusterrole {role} in every child",
+        )
+        target = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole"}
+        covr = {
+            "apiVersion": "kmc.dev/v1alpha1",
+            "kind": "ClusterOverride",
+            "metadata": {"name": cluster_override},
+            "spec": {
+                "targets": [{**target, "name": role}],
+                "locations": {"locationSelector": US},
+                "rules": [
+                    {"labels": {"set": {"site": "${location.name}"}}},
+                    {"patch": [{"op": "add", "path": "/rules/0/verbs/-", "value": "watch"}]},
+                ],
+            },
+        }
+        path = tmp_path / "covr.yaml"
+        path.write_text(yaml.safe_dump(covr))
+        preview = hub.mc("diff", "-f", str(path), check=False)
+        assert preview.returncode == 1, preview.stderr
+        assert headers(preview.stdout) == {"us-east", "us-west"}, preview.stdout
+        assert "+    site: us-east\n" in preview.stdout and "+  - watch\n" in preview.stdout
+        assert hub.run("get", "clusteroverride", cluster_override, check=False).returncode != 0
+
+        hub.apply(covr)
+
+        def overridden() -> bool:
+            copies = in_children(kubectl, "clusterroles", role)
+            sites = {
+                loc: (c["metadata"].get("labels") or {}).get("site") for loc, c in copies.items()
+            }
+            verbs = {loc: c["rules"][0]["verbs"] for loc, c in copies.items()}
+            return sites == {"us-east": "us-east", "us-west": "us-west", "eu-west": None} and (
+                verbs
+                == {
+                    "us-east": ["get", "list", "watch"],
+                    "us-west": ["get", "list", "watch"],
+                    "eu-west": ["get", "list"],
+                }
+            )
+
+        wait_for_it(overridden, say="the ClusterOverride in the US copies only")
+        same = hub.mc("diff", "-f", str(path), check=False)
+        assert (same.returncode, same.stdout) == (0, ""), same.stderr
+
+        hub.run("delete", "clusteroverride", cluster_override)
+        wait_for_it(
+            lambda: all(
+                "site" not in (c["metadata"].get("labels") or {})
+                and c["rules"][0]["verbs"] == ["get", "list"]
+                for c in in_children(kubectl, "clusterroles", role).values()
+            ),
+            say="the copies back to the plain ClusterRole",
+        )
+    finally:
+        hub.run("delete", "clusterrole", role, "--ignore-not-found", "--wait=false", check=False)

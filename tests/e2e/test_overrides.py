@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -356,3 +357,123 @@ def test_the_other_rules_args_command_annotations_patch_and_a_yaml_field(
             break
         assert time.monotonic() < deadline, f"the ConfigMap's copies stayed {found}"
         time.sleep(0.5)
+
+
+def headers(diff: str) -> set[str]:
+    """The locations a `kubectl mc diff` output has a diff for."""
+    return {line.rpartition("(")[2].rstrip(")") for line in diff.splitlines() if line[:4] == "+++ "}
+
+
+def test_mc_diff_f_previews_a_new_object_and_an_unapplied_override(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, tmp_path: Path
+) -> None:
+    hub = kubectl["hub"]
+    new = tmp_path / "web.yaml"
+    new.write_text(yaml.safe_dump(web({"eu-west": [{"env": {"set": {"SITE": "eu"}}}]})))
+    # An object not created yet: where the engine would place it, and what each location gets.
+    shown = hub.mc("diff", "-f", str(new), "-n", namespace, check=False)
+    assert shown.returncode == 1, shown.stderr
+    would = headers(shown.stdout)
+    assert would and would <= set(CHILDREN), shown.stdout
+    assert "+        - name: SITE\n+          value: eu\n" in shown.stdout
+    gone = hub.run("get", "deployment", "web", "-n", namespace, check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr  # nothing was written
+    # Applied, it lands where the diff said, with what the diff said.
+    hub.run("apply", "-n", namespace, "-f", str(new))
+    placement = wait_placement(hub, "deployment", "web", namespace, timeout=TIMEOUT)
+    assert set(placement) == would
+    assert hub.mc("diff", "-f", str(new), "-n", namespace, check=False).stdout == shown.stdout
+
+    # An Override not applied yet: per location, what it gets now against with the Override.
+    hub.run("annotate", "deployment/web", "-n", namespace, f"{OVERRIDES}-")
+    ovr = tmp_path / "mirror.yaml"
+    mirror: dict[str, Any] = {
+        "apiVersion": "kmc.dev/v1alpha1",
+        "kind": "Override",
+        "metadata": {"name": "mirror"},
+        "spec": {
+            "targets": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+            "locations": {"names": sorted(placement)[:1]},
+            "rules": [{"image": {"registry": "mirror.example"}}],
+        },
+    }
+    ovr.write_text(yaml.safe_dump(mirror))
+    first = sorted(placement)[0]
+    deadline = time.monotonic() + TIMEOUT
+    while True:  # until the sync loop has seen the annotation go
+        preview = hub.mc("diff", "-f", str(ovr), "-n", namespace, check=False)
+        if headers(preview.stdout) == {first} and "SITE" not in preview.stdout:
+            break
+        assert time.monotonic() < deadline, f"{preview.stdout}{preview.stderr}"
+        time.sleep(0.5)
+    assert preview.returncode == 1, preview.stderr
+    assert f"-      - image: {IMAGE}\n+      - image: mirror.example/web:1\n" in preview.stdout
+    assert f"--- deployment.apps/web ({first} now)\n" in preview.stdout
+    for other in sorted(placement)[1:]:
+        quiet = hub.mc("diff", "-f", str(ovr), "-n", namespace, "--location", other, check=False)
+        assert (quiet.returncode, quiet.stdout) == (0, ""), quiet.stderr
+    listed = hub.run("get", "overrides", "-n", namespace, "-o", "name").stdout
+    assert listed.strip() == ""  # nothing was written
+    # Applied, the Override gives the location what the diff showed; then nothing differs.
+    hub.run("apply", "-n", namespace, "-f", str(ovr))
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        children = child_deployments(kubectl, "web", namespace)
+        images = {loc: container(c)["image"] for loc, c in children.items()}
+        if images == {loc: IMAGE for loc in placement} | {first: "mirror.example/web:1"}:
+            break
+        assert time.monotonic() < deadline, f"the Override never landed: {images}"
+        time.sleep(0.5)
+    same = hub.mc("diff", "-f", str(ovr), "-n", namespace, check=False)
+    assert (same.returncode, same.stdout) == (0, ""), same.stderr
+
+    # Bad input: a kubectl-style error, exit code 2, nothing changed.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: [Deployment\n")
+    broken = hub.mc("diff", "-f", str(bad), "-n", namespace, check=False)
+    assert broken.returncode == 2 and broken.stderr.startswith("error: error parsing"), broken
+    bad.write_text(yaml.safe_dump({"apiVersion": "example.com/v1", "kind": "Widget",
+                                   "metadata": {"name": "w"}}))  # fmt: skip
+    unknown = hub.mc("diff", "-f", str(bad), "-n", namespace, check=False)
+    assert unknown.returncode == 2 and 'no matches for kind "Widget"' in unknown.stderr, unknown
+    bad.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}))
+    unplaced = hub.mc("diff", "-f", str(bad), check=False)
+    assert unplaced.returncode == 2 and 'does not place objects of kind "Node"' in unplaced.stderr
+    bad.write_text(yaml.safe_dump({**mirror, "spec": {**mirror["spec"], "rules": [{"nope": 1}]}}))
+    refused = hub.mc("diff", "-f", str(bad), "-n", namespace, check=False)
+    assert refused.returncode == 2 and "nope" in refused.stderr, refused
+    missing = hub.mc("diff", "-f", str(tmp_path / "none.yaml"), check=False)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_previews_are_authorized_where_they_are_asked(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str, tmp_path: Path
+) -> None:
+    """A namespace's viewer may preview there (the aggregated `view` role grants `create` on
+    `previews`), not in another namespace nor cluster-wide."""
+    hub = kubectl["hub"]
+    hub.run("create", "serviceaccount", "viewer", "-n", namespace)
+    hub.run(
+        "create", "rolebinding", "viewer", "-n", namespace, "--clusterrole=view",
+        f"--serviceaccount={namespace}:viewer",
+    )  # fmt: skip
+    user = f"system:serviceaccount:{namespace}:viewer"
+    body = tmp_path / "web.json"
+    body.write_text(json.dumps(web(None)))
+    base = "/apis/mc.kmc.dev/v1alpha1"
+
+    def preview(path: str) -> Any:
+        return hub.run("create", "--raw", path, "-f", str(body), "--as", user, check=False)
+
+    deadline = time.monotonic() + TIMEOUT
+    while (mine := preview(f"{base}/namespaces/{namespace}/previews")).returncode != 0:
+        assert time.monotonic() < deadline, mine.stderr  # RBAC caches settle
+        time.sleep(0.5)
+    answer = json.loads(mine.stdout)
+    assert answer["kind"] == "Preview" and answer["objects"][0]["namespace"] == namespace
+    assert answer["objects"][0]["locations"], answer
+    for elsewhere in (f"{base}/namespaces/default/previews", f"{base}/previews"):
+        refused = preview(elsewhere)
+        assert refused.returncode != 0 and "Forbidden" in refused.stderr, refused
+    gone = hub.run("get", "deployment", "web", "-n", namespace, check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr  # a preview writes nothing

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import datetime
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from aiohttp import web
 
-from apiserver.contract import STRATEGY, read_placement
+from apiserver.contract import STRATEGY, Placement, read_placement
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Kind
 from apiserver.locations.fleet import Fleet
@@ -49,6 +49,10 @@ class Explanation:
     verdicts: tuple[engine.Verdict, ...]
     error: str | None
     unknown: tuple[str, ...]  # locations the strategy names that do not exist
+    # What deciding would place now (the current placement when it cannot place), and why
+    # it cannot; `kubectl mc diff -f` shows the children of an object not yet created.
+    placement: Placement = field(default_factory=dict)
+    unplaceable: str | None = None
 
 
 class Decider:
@@ -128,7 +132,15 @@ class Decider:
             denied=self.denied(namespace, candidates),
         )
         unknown = unknown_locations(strategy, candidates)
-        return Explanation(strategy, source, decision.verdicts, None, unknown)
+        return Explanation(
+            strategy,
+            source,
+            decision.verdicts,
+            None,
+            unknown,
+            dict(decision.placement),
+            decision.unplaceable,
+        )
 
     def _model(self, raw: Obj) -> Location:
         """The Location as our model, validated once per resourceVersion (every decision
