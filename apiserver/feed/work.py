@@ -18,9 +18,12 @@ from apiserver.contract import only_status_changed, read_placement
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Key, Kind, Role
 from apiserver.loops.sync.loop import held_by_scalers
+from apiserver.models.override_index import read as read_override
+from apiserver.models.override_index import rules_of
 from apiserver.objects import Obj
+from apiserver.overrides.rules import RuleError
 from apiserver.placement.policy import constraints
-from apiserver.sync.work import Entry, WorkKey, entry_for, with_namespaces
+from apiserver.sync.work import Entry, Kept, WorkKey, entry_for, with_namespaces
 
 
 @dataclass(eq=False)  # one watch is one watcher: hashed by identity
@@ -50,6 +53,8 @@ class Feeds:
         cache.namespaces.subscribe(self._on_namespace)
         cache.locations.subscribe(self._on_location)
         cache.policies.subscribe(self._on_context)
+        cache.overrides.subscribe(self._on_override)
+        cache.cluster_overrides.subscribe(self._on_override)
 
     # -- computing ------------------------------------------------------------------------
 
@@ -89,7 +94,11 @@ class Feeds:
         namespace = key.namespace
         added = constraints(self.cache.policies_for(namespace)) if namespace else None
         held = location in held_by_scalers(self.cache, key, kind, read_placement(typed))
-        found = entry_for(typed, kind, location, labels, added, held)
+        try:
+            before = rules_of(self.cache.overrides_of(kind, typed), location, labels)
+        except RuleError as err:
+            return work_key(kind, key), Kept(f"overrides do not apply in {location}: {err}")
+        found = entry_for(typed, kind, location, labels, added, held, before)
         return None if found is None else (work_key(kind, key), found)
 
     def _labels(self, location: str) -> dict[str, str] | None:
@@ -136,6 +145,23 @@ class Feeds:
         if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
             return
         self._wake_all()
+
+    async def _on_override(self, event: str, obj: Obj, old: Obj | None) -> None:
+        """An Override or ClusterOverride changed: the objects it targets, as it is and as it
+        was, are computed again (as the push loop looks at them again)."""
+        if not self.watchers:
+            return
+        if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
+            return
+        keys = {
+            key
+            for version in (obj, old)
+            if version is not None and (source := read_override(version)) is not None
+            for key in self.cache.override_targets(source)
+        }
+        for watcher in self.watchers:
+            watcher.keys |= keys
+            watcher.woken.set()
 
     async def _on_namespace(self, event: str, obj: Obj, old: Obj | None) -> None:
         """A hub Namespace's labels (which policies select it) and annotations (its child

@@ -13,14 +13,14 @@ keep; never a reason to delete it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from apiserver.contract import read_placement
 from apiserver.objects import Obj, ReadOnly
 from apiserver.overrides.apply import OverrideError
-from apiserver.overrides.rules import RuleError
+from apiserver.overrides.rules import Rule, RuleError
 from apiserver.placement.policy import Constraints
 from apiserver.sync.desired import ChildKind, child_namespace, location_child, spec_of
 
@@ -65,10 +65,12 @@ def entry_for(
     location_labels: Mapping[str, str] | None,
     added: Constraints | None,
     held: bool = False,
+    before: Sequence[Rule] = (),
 ) -> Entry | None:
     """What `location` holds of one hub object: None when it holds nothing of it (not placed
     there, or the hub object is being deleted), else the child the push loop applies there;
-    `held` (an autoscaler sizes it there): without `spec.replicas`."""
+    `held` (an autoscaler sizes it there): without `spec.replicas`; `before`: the rules of
+    the Override objects that target it there, as the push loop reads them."""
     meta = hub.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return None
@@ -76,7 +78,7 @@ def entry_for(
     if location not in placement:
         return None
     try:
-        child = location_child(hub, kind, location, placement, location_labels, added)
+        child = location_child(hub, kind, location, placement, location_labels, added, before)
     except (RuleError, OverrideError) as err:
         return Kept(f"overrides do not apply in {location}: {err}")
     if held:

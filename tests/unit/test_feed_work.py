@@ -219,3 +219,35 @@ async def test_the_watch_sends_the_state_a_bookmark_then_changes(
         ("DELETED", "Namespace"),
     ]
     answer.close()
+
+
+async def test_override_objects_reach_the_feed_as_they_reach_a_pushed_child() -> None:
+    cache = hub_cache()
+    put(cache, DEPLOYMENT.key, deployment({"east": 3, "west": 2}))
+    feeds = Feeds(cache)
+    watcher = feeds.watch("east")
+    mirror = {
+        "apiVersion": "kmc.dev/v1alpha1",
+        "kind": "Override",
+        "metadata": {"name": "mirror", "namespace": "shop"},
+        "spec": {
+            "targets": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+            "locations": {"names": ["east"]},
+            "rules": [{"image": {"registry": "mirror.example"}}],
+        },
+    }
+    cache.override_index.put(mirror)  # as the hub cache's own watch files it
+    await feeds._on_override("ADDED", mirror, None)
+    assert watcher.take() == (False, {Key(DEPLOYMENT.key, "shop", "web")})
+    web_key = WorkKey("apps/v1", "Deployment", "shop", "web")
+
+    def image(location: str) -> str:
+        child = feeds.objects(location)[web_key]
+        assert isinstance(child, dict)
+        return str(child["spec"]["template"]["spec"]["containers"][0]["image"])
+
+    assert (image("east"), image("west")) == ("mirror.example/nginx", "nginx")
+    cache.override_index.drop(mirror)
+    await feeds._on_override("DELETED", mirror, None)
+    assert watcher.take() == (False, {Key(DEPLOYMENT.key, "shop", "web")})
+    assert image("east") == "nginx"
