@@ -188,7 +188,10 @@ class ImportLoop:
                     f"while the hub holds objects of it ({count} now) and deleted after",
                 )
         written = await self._keep_crd(name, hub, owned, decision, _approval(crds, decision))
-        await self._status(record, raw, hub, owned, decision, written, note)
+        # A hub CRD made just now is ours: the status says Imported at once, not only after
+        # the CRD's watch event brings it back.
+        made = hub is None and decision.spec is not None and not written
+        await self._status(record, raw, hub, owned or made, decision, written, note)
         return _excluded(hub, decision)
 
     def _narrow(
@@ -352,7 +355,7 @@ def _status_of(
 
     compatible = sum(r.verdict == "Compatible" for r in rows)
     crd: Literal["Imported", "User", "Pending", "None"]
-    if hub is None:
+    if hub is None and not owned:
         crd = "Pending" if decision.spec is not None else "None"
     else:
         crd = "Imported" if owned else "User"
