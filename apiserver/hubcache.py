@@ -23,8 +23,9 @@ from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
 from apiserver.models import location as model
 from apiserver.models import override
+from apiserver.models.child_inputs import ChildInputs
 from apiserver.models.override_index import Index, Source
-from apiserver.objects import Obj
+from apiserver.objects import Obj, ReadOnly
 from apiserver.placement import policy
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ class HubCache:
         labels = self.namespace(namespace)["metadata"].get("labels") or {}
         return policy.applying(read, labels)
 
-    def overrides_of(self, kind: Kind, obj: Obj) -> list[Source]:
+    def overrides_of(self, kind: Kind, obj: ReadOnly) -> list[Source]:
         """The Overrides and ClusterOverrides that target a hub object, in the order they
         apply."""
         meta = obj.get("metadata") or {}
@@ -147,6 +148,20 @@ class HubCache:
             meta.get("labels") or {},
             self.namespace_labels(namespace),
         )
+
+    def child_inputs(self, kind: Kind, obj: ReadOnly) -> ChildInputs:
+        """What the object's child in any location is made from besides the object, as the
+        hub has it now (`models/child_inputs.py`): the sync loop, the views and the work feed
+        all read it here."""
+        namespace = (obj.get("metadata") or {}).get("namespace") or ""
+        added = policy.constraints(self.policies_for(namespace)) if namespace else None
+        return ChildInputs(self.location_labels, added, self.overrides_of(kind, obj))
+
+    def location_labels(self, name: str) -> dict[str, str]:
+        """A Location's labels ({} for one the hub does not have)."""
+        location = self.locations.get(name) or {}
+        labels: dict[str, str] = (location.get("metadata") or {}).get("labels") or {}
+        return labels
 
     def override_targets(self, source: Source) -> Iterator[Key]:
         """The hub objects an override (as it is, or as it was) targets, as cached now."""

@@ -19,11 +19,8 @@ from apiserver.hubcache import HubCache
 from apiserver.kinds import Key, Kind, Role
 from apiserver.loops.sync.loop import held_by_scalers
 from apiserver.models.override_index import read as read_override
-from apiserver.models.override_index import rules_of
 from apiserver.objects import Obj
-from apiserver.overrides.rules import RuleError
-from apiserver.placement.policy import constraints
-from apiserver.sync.work import Entry, Kept, WorkKey, entry_for, with_namespaces
+from apiserver.sync.work import Entry, WorkKey, entry_for, with_namespaces
 
 
 @dataclass(eq=False)  # one watch is one watcher: hashed by identity
@@ -91,14 +88,8 @@ class Feeds:
         labels = self._labels(location)
         if labels is None:
             return None  # no such Location: it holds nothing
-        namespace = key.namespace
-        added = constraints(self.cache.policies_for(namespace)) if namespace else None
         held = location in held_by_scalers(self.cache, key, kind, read_placement(typed))
-        try:
-            before = rules_of(self.cache.overrides_of(kind, typed), location, labels)
-        except RuleError as err:
-            return work_key(kind, key), Kept(f"overrides do not apply in {location}: {err}")
-        found = entry_for(typed, kind, location, labels, added, held, before)
+        found = entry_for(typed, kind, location, self.cache.child_inputs(kind, typed), held)
         return None if found is None else (work_key(kind, key), found)
 
     def _labels(self, location: str) -> dict[str, str] | None:

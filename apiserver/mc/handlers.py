@@ -40,7 +40,6 @@ from apiserver.mc.rows import VIEW_ROWS, ViewRows
 from apiserver.mc.views import API_VERSION, COLUMNS, GROUP, cells, view
 from apiserver.objects import Obj
 from apiserver.options import OPTIONS
-from apiserver.placement.policy import constraints
 from apiserver.readlimit import READS, Priority
 from apiserver.subresources import along
 from apiserver.subresources import children as children_sub
@@ -393,14 +392,8 @@ async def subresource(request: web.Request) -> web.StreamResponse:
 async def _children(request: web.Request, kind: Kind) -> web.StreamResponse:
     hub = await _read(request, kind)
     cache: HubCache = request.app[HUB_CACHE]
-    labels = {
-        name: location["metadata"].get("labels") or {}
-        for name, location in cache.locations.cache.items()
-    }
-    namespace = hub["metadata"]["namespace"]
-    added = constraints(cache.policies_for(namespace))
-    objects = cache.overrides_of(kind, hub)
-    return json_response(children_sub.children_object(hub, kind, labels, added, objects))
+    inputs = cache.child_inputs(kind, hub)
+    return json_response(children_sub.children_object(hub, kind, inputs))
 
 
 async def _locations(request: web.Request, kind: Kind) -> web.StreamResponse:

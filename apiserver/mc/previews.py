@@ -23,7 +23,6 @@ from apiserver.loops.placement.deciding import DECIDER, Decider
 from apiserver.mc.views import API_VERSION
 from apiserver.models.override import KIND
 from apiserver.objects import Obj
-from apiserver.placement.policy import constraints
 from apiserver.subresources import preview as preview_sub
 from apiserver.subresources.preview import PreviewError
 
@@ -120,10 +119,7 @@ async def _object_entry(cache: HubCache, decider: Decider, kind: Kind, body: Obj
             f"a {STRATEGY} annotation, to see where"
         )
     hub = preview_sub.placed(obj, placement)
-    added = constraints(cache.policies_for(namespace))
-    entry = preview_sub.object_entry(
-        hub, kind, _labels(cache), added, cache.overrides_of(kind, hub)
-    )
+    entry = preview_sub.object_entry(hub, kind, cache.child_inputs(kind, hub))
     if note:
         entry["note"] = note
     return entry
@@ -133,7 +129,6 @@ async def _override_entries(cache: HubCache, body: Obj) -> list[Obj]:
     """An Override or ClusterOverride: every object it (or the one of its name now) targets,
     each location's child now beside the one with it applied."""
     proposed = preview_sub.proposed_override(body)
-    labels = _labels(cache)
     keys = set(cache.override_targets(proposed))
     now = cache.override_index.get(proposed.namespace, proposed.name)
     if now is not None:
@@ -153,8 +148,7 @@ async def _override_entries(cache: HubCache, body: Obj) -> list[Obj]:
             meta.get("labels") or {},
             cache.namespace_labels(key.namespace),
         )
-        before = cache.overrides_of(kind, hub)
-        after = preview_sub.with_proposed(before, proposed, targeted)
-        added = constraints(cache.policies_for(key.namespace))
-        entries.append(preview_sub.object_entry(hub, kind, labels, added, before, after))
+        inputs = cache.child_inputs(kind, hub)
+        after = preview_sub.with_proposed(inputs.overrides, proposed, targeted)
+        entries.append(preview_sub.object_entry(hub, kind, inputs, after))
     return entries

@@ -16,42 +16,30 @@ autoscaler's and are not sent: shown here as the share it starts at.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from apiserver.contract import MC_GROUP, VERSION, read_placement
-from apiserver.models.override_index import Source, location_rules, rules_of
+from apiserver.models.child_inputs import ChildInputs
 from apiserver.objects import Obj, ReadOnly
 from apiserver.overrides.apply import OverrideError
 from apiserver.overrides.rules import RuleError
-from apiserver.placement.policy import Constraints
 from apiserver.subresources.meta import metadata_of
-from apiserver.sync.desired import ChildKind, child_object, location_child
+from apiserver.sync.desired import ChildKind, child_object
 
 API_VERSION = f"{MC_GROUP}/{VERSION}"
 
 
-def children_object(
-    hub: ReadOnly,
-    kind: ChildKind,
-    labels: Mapping[str, Mapping[str, str]],
-    added: Constraints | None,
-    objects: Sequence[Source] = (),
-) -> Obj:
-    """The sub-resource's object; `labels`: each Location's labels, by name; `objects`: the
-    Overrides and ClusterOverrides that target `hub`."""
+def children_object(hub: ReadOnly, kind: ChildKind, inputs: ChildInputs) -> Obj:
+    """The sub-resource's object; `inputs`: what the children are made from besides `hub`
+    (`HubCache.child_inputs`)."""
     entries = []
     for location, share in sorted(read_placement(dict(hub)).items()):
-        there = labels.get(location) or {}
+        there = inputs.labels(location)
         entry: Obj = {
             "location": location,
             "hub": child_object(hub, kind, location, {location: None}, there),
         }
         try:
-            entry["rules"] = [rule.name for rule in location_rules(hub, objects, location, there)]
-            before = rules_of(objects, location, there)
-            entry["object"] = location_child(
-                hub, kind, location, {location: share}, there, added, before
-            )
+            entry["rules"] = [rule.name for rule in inputs.rules(hub, location)]
+            entry["object"] = inputs.child(hub, kind, location, {location: share})
         except (RuleError, OverrideError) as err:
             entry["error"] = str(err)
         entries.append(entry)

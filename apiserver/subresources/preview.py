@@ -19,16 +19,16 @@ hub cache's and the decider's answers and hands them in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from apiserver.contract import MC_GROUP, PLACEMENT, VERSION, Placement, placement_text
+from apiserver.models.child_inputs import ChildInputs
 from apiserver.models.location import GROUP
 from apiserver.models.override import CLUSTER_KIND, KIND, ClusterOverrideSpec, OverrideSpec
 from apiserver.models.override_index import Source, read
 from apiserver.objects import Obj, ReadOnly
-from apiserver.placement.policy import Constraints
 from apiserver.subresources.children import children_object
 from apiserver.sync.desired import ChildKind
 
@@ -116,13 +116,12 @@ def placed(obj: ReadOnly, placement: Placement) -> Obj:
 def object_entry(
     hub: ReadOnly,
     kind: ChildKind,
-    labels: Mapping[str, Mapping[str, str]],
-    added: Constraints | None,
-    before: Sequence[Source],
+    inputs: ChildInputs,
     after: Sequence[Source] | None = None,
 ) -> Obj:
     """One object's entry: with `after` None, each location's plain copy beside its child
-    (a new object); else its child with the overrides `before` beside the one with `after`."""
+    (a new object); else its child with the override objects it has now (`inputs`) beside
+    the one with `after`."""
     meta = hub.get("metadata") or {}
     entry: Obj = {
         "apiVersion": hub.get("apiVersion"),
@@ -131,11 +130,12 @@ def object_entry(
     }
     if meta.get("namespace"):
         entry["namespace"] = meta["namespace"]
-    now = children_object(hub, kind, labels, added, before)["locations"]
+    now = children_object(hub, kind, inputs)["locations"]
     if after is None:
         entry["locations"] = now
         return entry
-    then = {e["location"]: e for e in children_object(hub, kind, labels, added, after)["locations"]}
+    changed = inputs.with_overrides(after)
+    then = {e["location"]: e for e in children_object(hub, kind, changed)["locations"]}
     locations = []
     for old in now:
         new = then[old["location"]]

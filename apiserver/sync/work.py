@@ -13,16 +13,15 @@ keep; never a reason to delete it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
-from apiserver.contract import read_placement
+from apiserver.contract import Placement, read_placement
 from apiserver.objects import Obj, ReadOnly
 from apiserver.overrides.apply import OverrideError
-from apiserver.overrides.rules import Rule, RuleError
-from apiserver.placement.policy import Constraints
-from apiserver.sync.desired import ChildKind, child_namespace, location_child, spec_of
+from apiserver.overrides.rules import RuleError
+from apiserver.sync.desired import ChildKind, child_namespace, spec_of
 
 
 class WorkKey(NamedTuple):
@@ -58,19 +57,19 @@ class Kept:
 Entry = Obj | Kept
 
 
+class Makes(Protocol):
+    """What a location's child is made by (`models.child_inputs.ChildInputs`)."""
+
+    def child(self, hub: ReadOnly, kind: ChildKind, location: str, placement: Placement) -> Obj: ...
+
+
 def entry_for(
-    hub: ReadOnly,
-    kind: ChildKind,
-    location: str,
-    location_labels: Mapping[str, str] | None,
-    added: Constraints | None,
-    held: bool = False,
-    before: Sequence[Rule] = (),
+    hub: ReadOnly, kind: ChildKind, location: str, inputs: Makes, held: bool = False
 ) -> Entry | None:
     """What `location` holds of one hub object: None when it holds nothing of it (not placed
-    there, or the hub object is being deleted), else the child the push loop applies there;
-    `held` (an autoscaler sizes it there): without `spec.replicas`; `before`: the rules of
-    the Override objects that target it there, as the push loop reads them."""
+    there, or the hub object is being deleted), else the child the push loop applies there,
+    made by the same `inputs`; `held` (an autoscaler sizes it there): without
+    `spec.replicas`."""
     meta = hub.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return None
@@ -78,7 +77,7 @@ def entry_for(
     if location not in placement:
         return None
     try:
-        child = location_child(hub, kind, location, placement, location_labels, added, before)
+        child = inputs.child(hub, kind, location, placement)
     except (RuleError, OverrideError) as err:
         return Kept(f"overrides do not apply in {location}: {err}")
     if held:

@@ -415,6 +415,11 @@ class _SyncCache:
     def overrides_of(self, kind: Any, obj: Any) -> list[Any]:
         return []
 
+    def location_labels(self, name: str) -> dict[str, str]:
+        return {}
+
+    child_inputs = HubCache.child_inputs  # the real reading, over this cache
+
 
 async def test_a_priority_class_is_applied_and_deleted_in_a_child_without_a_namespace() -> None:
     watch = _Watch()

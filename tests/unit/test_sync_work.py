@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from apiserver.contract import ORIGIN, OVERRIDES, PLACEMENT
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT
+from apiserver.models.child_inputs import ChildInputs
 from apiserver.objects import Obj
 from apiserver.sync.desired import child_namespace, location_child
 from apiserver.sync.work import (
@@ -26,6 +27,8 @@ from apiserver.sync.work import (
     taken,
     with_namespaces,
 )
+
+PLAIN = ChildInputs()  # no labels, no policy, no override objects
 
 
 def deployment(placement: dict[str, int] | None, **annotations: str) -> dict[str, Any]:
@@ -56,7 +59,7 @@ def deployment(placement: dict[str, int] | None, **annotations: str) -> dict[str
 
 def test_an_object_placed_there_is_the_child_the_push_loop_applies() -> None:
     hub = deployment({"east": 3, "west": 2})
-    got = entry_for(hub, DEPLOYMENT, "east", {"region": "us"}, None)
+    got = entry_for(hub, DEPLOYMENT, "east", ChildInputs(lambda _: {"region": "us"}))
     assert got == location_child(hub, DEPLOYMENT, "east", {"east": 3, "west": 2}, {"region": "us"})
     assert isinstance(got, dict)
     assert got["spec"]["replicas"] == 3
@@ -65,29 +68,27 @@ def test_an_object_placed_there_is_the_child_the_push_loop_applies() -> None:
 
 
 def test_nothing_where_it_is_not_placed_nor_while_it_goes() -> None:
-    assert entry_for(deployment({"west": 5}), DEPLOYMENT, "east", {}, None) is None
-    assert entry_for(deployment(None), DEPLOYMENT, "east", {}, None) is None
+    assert entry_for(deployment({"west": 5}), DEPLOYMENT, "east", PLAIN) is None
+    assert entry_for(deployment(None), DEPLOYMENT, "east", PLAIN) is None
     going = deployment({"east": 5})
     going["metadata"]["deletionTimestamp"] = "2026-12-06T00:00:00Z"
-    assert entry_for(going, DEPLOYMENT, "east", {}, None) is None
+    assert entry_for(going, DEPLOYMENT, "east", PLAIN) is None
 
 
 def test_an_autoscaled_child_is_sent_without_its_size() -> None:
-    got = entry_for(deployment({"east": 5}), DEPLOYMENT, "east", {}, None, held=True)
+    got = entry_for(deployment({"east": 5}), DEPLOYMENT, "east", PLAIN, held=True)
     assert isinstance(got, dict)
     assert "replicas" not in got["spec"]
 
 
 def test_overrides_that_do_not_apply_keep_the_child_as_it_was() -> None:
-    got = entry_for(
-        deployment({"east": 5}, **{OVERRIDES: "not json"}), DEPLOYMENT, "east", {}, None
-    )
+    got = entry_for(deployment({"east": 5}, **{OVERRIDES: "not json"}), DEPLOYMENT, "east", PLAIN)
     assert isinstance(got, Kept)
     assert "east" in got.reason
 
 
 def test_the_namespace_of_every_namespaced_object_comes_first() -> None:
-    child = entry_for(deployment({"east": 5}), DEPLOYMENT, "east", {}, None)
+    child = entry_for(deployment({"east": 5}), DEPLOYMENT, "east", PLAIN)
     assert isinstance(child, dict)
     hub_ns = {"metadata": {"name": "shop", "uid": "u-shop", "labels": {"team": "a"}}}
     entries = with_namespaces({WorkKey.of(child): child}, {"shop": hub_ns})
@@ -173,7 +174,7 @@ def test_a_dependency_goes_as_written_with_the_origin_label() -> None:
         },
         "data": {"a": "b"},
     }
-    got = entry_for(hub, CONFIGMAP, "east", {}, None)
+    got = entry_for(hub, CONFIGMAP, "east", PLAIN)
     assert got == {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -47,12 +47,12 @@ from apiserver.kube.client import ApiError
 from apiserver.loops.sync.children import Children, ChildWatch
 from apiserver.loops.sync.overridestatus import Failed, Tally, source_id
 from apiserver.loops.sync.records import Records
-from apiserver.models.override_index import Source, location_rules, rules_of
+from apiserver.models.child_inputs import ChildInputs
+from apiserver.models.override_index import Source
 from apiserver.objects import Obj
 from apiserver.overrides.apply import OverrideError
 from apiserver.overrides.rules import RuleError
-from apiserver.placement.policy import Constraints, constraints
-from apiserver.sync.desired import child_namespace, child_object, location_child, spec_of
+from apiserver.sync.desired import child_namespace, spec_of
 
 log = logging.getLogger(__name__)
 
@@ -90,15 +90,12 @@ class Applier:
         watch.ensure(kind)
         meta = hub["metadata"]
         namespace = meta.get("namespace")  # None: cluster-scoped (a PriorityClass)
-        labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
-        added = constraints(self.cache.policies_for(namespace)) if namespace else None
+        inputs = self.cache.child_inputs(kind, hub)
         record = self.records.of(key)
-        objects = self.cache.overrides_of(kind, hub)
-        record.override_objects = bool(objects)
-        applying = [s for s in objects if s.selects(location, labels or {})]
+        record.override_objects = bool(inputs.overrides)
+        applying = inputs.applying(location)
         try:
-            before = rules_of(objects, location, labels or {})
-            desired = location_child(hub, kind, location, shares, labels, added, before)
+            desired = inputs.child(hub, kind, location, shares)
         except (RuleError, OverrideError) as err:
             self._override_failed(key, hub, location, str(err), applying, _whose(err, applying))
             return True  # left as it was; a change of the object or the Location retries
@@ -143,9 +140,9 @@ class Applier:
             if err.code == 404 and namespace:
                 watch.namespaces.discard(namespace)  # deleted behind our back
             if err.code in (400, 422) and await self._overrides_refused(
-                key, kind, hub, location, shares, added, held, objects
+                key, kind, hub, location, shares, inputs, held
             ):
-                why = _refusal(hub, objects, location, labels, err)
+                why = _refusal(hub, inputs, location, err)
                 self._override_failed(key, hub, location, why, applying, Failed(None, None, why))
                 return True  # left as it was, as for a rule that fails here
             log.warning("%s: applying to %s failed: %s", key, location, err)
@@ -167,17 +164,15 @@ class Applier:
         hub: Obj,
         location: str,
         shares: Placement,
-        added: Constraints | None,
+        inputs: ChildInputs,
         held: bool,
-        objects: list[Source],
     ) -> bool:
         """The child refused what we sent: was it the overrides? Only if the location has
         some and the same object without them passes a dry run there."""
         watch = self.children.get(location)
-        labels = (self.cache.locations.get(location) or {}).get("metadata", {}).get("labels")
-        if watch is None or not location_rules(hub, objects, location, labels or {}):
+        if watch is None or not inputs.rules(hub, location):
             return False
-        plain = child_object(hub, kind, location, shares, labels, added)
+        plain = inputs.plain(hub, kind, location, shares)
         if held:
             spec_of(plain).pop("replicas", None)
         meta = hub["metadata"]
@@ -342,10 +337,9 @@ def _whose(err: RuleError | OverrideError, applying: list[Source]) -> Failed | N
     return None
 
 
-def _refusal(hub: Obj, objects: list[Source], location: str, labels: object, err: ApiError) -> str:
+def _refusal(hub: Obj, inputs: ChildInputs, location: str, err: ApiError) -> str:
     """Why a location refused its overridden child, naming the rules that applied there."""
-    found = labels if isinstance(labels, dict) else {}
-    rules = ", ".join(rule.name for rule in location_rules(hub, objects, location, found))
+    rules = ", ".join(rule.name for rule in inputs.rules(hub, location))
     return f"the child in {location} refuses what its rules {rules} make: {err}"
 
 

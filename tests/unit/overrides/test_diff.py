@@ -7,11 +7,13 @@ from typing import Any
 
 from apiserver.contract import OVERRIDES, PLACEMENT
 from apiserver.kinds import ALL
+from apiserver.models.child_inputs import ChildInputs
 from apiserver.subresources.children import children_object
 from kubectl_mc.diff import DIFFERENCES, ERROR, NO_DIFFERENCES, render
 
 DEPLOYMENT = next(k for k in ALL if k.kind == "Deployment")
 LABELS = {"us-east": {"region": "us"}, "eu-west": {"region": "eu"}}
+INPUTS = ChildInputs(lambda name: LABELS.get(name) or {})
 
 
 def hub(placement: dict[str, int], overrides: Any = None) -> dict[str, Any]:
@@ -39,8 +41,7 @@ def test_each_location_gets_its_child_beside_the_plain_hub_object() -> None:
             },
         ),
         DEPLOYMENT,
-        LABELS,
-        None,
+        INPUTS,
     )
     assert obj["kind"] == "Children"
     east, eu = obj["locations"]  # sorted by name: eu-west, us-east
@@ -56,13 +57,12 @@ def test_each_location_gets_its_child_beside_the_plain_hub_object() -> None:
 
 
 def test_render_and_exit_codes() -> None:
-    same = children_object(hub({"us-east": 2}), DEPLOYMENT, LABELS, None)
+    same = children_object(hub({"us-east": 2}), DEPLOYMENT, INPUTS)
     assert render(same, "deployment.apps/web", None) == ("", [], NO_DIFFERENCES)
     overridden = children_object(
         hub({"us-east": 1, "eu-west": 1}, {"*": [{"image": {"tag": "2"}}]}),
         DEPLOYMENT,
-        LABELS,
-        None,
+        INPUTS,
     )
     text, problems, code = render(overridden, "deployment.apps/web", "eu-west")
     assert code == DIFFERENCES and problems == []
@@ -75,7 +75,6 @@ def test_render_and_exit_codes() -> None:
     failing = children_object(
         hub({"us-east": 2}, {"us-east": [{"patch": [{"op": "remove", "path": "/x"}]}]}),
         DEPLOYMENT,
-        LABELS,
-        None,
+        INPUTS,
     )
     assert render(failing, "deployment.apps/web", None)[2] == ERROR

@@ -10,6 +10,7 @@ import pytest
 
 from apiserver.contract import PLACEMENT
 from apiserver.kinds import ALL
+from apiserver.models.child_inputs import ChildInputs
 from apiserver.models.override_index import read
 from apiserver.subresources import preview
 from kubectl_mc.diff import DIFFERENCES, ERROR, NO_DIFFERENCES, render_preview
@@ -17,6 +18,7 @@ from kubectl_mc.diff_file import FileError, read_objects
 
 DEPLOYMENT = next(k for k in ALL if k.kind == "Deployment")
 LABELS = {"us-east": {"region": "us"}, "eu-west": {"region": "eu"}}
+INPUTS = ChildInputs(lambda name: LABELS.get(name) or {})
 
 
 def web() -> dict[str, Any]:
@@ -48,7 +50,7 @@ def override(name: str = "eu", namespace: str = "shop", **spec: Any) -> dict[str
 def test_a_new_object_gets_each_locations_child_beside_the_plain_copy() -> None:
     hub = preview.placed(web(), {"eu-west": 1, "us-east": 1})
     assert json.loads(hub["metadata"]["annotations"][PLACEMENT]) == {"eu-west": 1, "us-east": 1}
-    entry = preview.object_entry(hub, DEPLOYMENT, LABELS, None, [])
+    entry = preview.object_entry(hub, DEPLOYMENT, INPUTS)
     assert (entry["kind"], entry["namespace"], entry["name"]) == ("Deployment", "shop", "web")
     assert [e["location"] for e in entry["locations"]] == ["eu-west", "us-east"]
     assert all(e["object"]["spec"]["replicas"] == 1 for e in entry["locations"])
@@ -61,7 +63,7 @@ def test_an_override_shows_now_beside_with_it_and_only_where_it_applies() -> Non
     hub = preview.placed(web(), {"eu-west": 1, "us-east": 1})
     proposed = preview.proposed_override(override())
     after = preview.with_proposed([], proposed, targeted=True)
-    entry = preview.object_entry(hub, DEPLOYMENT, LABELS, None, [], after)
+    entry = preview.object_entry(hub, DEPLOYMENT, INPUTS, after)
     eu, us = entry["locations"]
     assert eu["hub"]["spec"]["replicas"] == 1  # before: the child as it is now, not the hub
     assert eu["object"]["spec"]["template"]["spec"]["containers"][0]["image"] == (
