@@ -3,16 +3,19 @@ Services its backends name, and its children's `status.parents` fold into one.""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, cast
 
-from apiserver.contract import PLACEMENT
+from apiserver.contract import PLACEMENT, Placement
 from apiserver.hubcache import HubCache
-from apiserver.kinds import DEPLOYMENT, HTTPROUTE, PLACED, SERVICE, Key, Role, of_crd
+from apiserver.kinds import DEPLOYMENT, HTTPROUTE, PLACED, SERVICE, Key, Kind, Role, of_crd
 from apiserver.kinds.gateway import MAX_PARENTS, services_of
+from apiserver.loops.placement.deciding import Decider
 from apiserver.loops.placement.follow import Follower
 from apiserver.loops.placement.records import Records
 from apiserver.loops.placement.writes import Writer
 from apiserver.objects import Obj
+from apiserver.placement import engine
 from apiserver.subresources import along
 from apiserver.sync.status import fold
 
@@ -194,3 +197,59 @@ def test_a_route_is_listed_with_the_workload_whose_service_it_names() -> None:
         ("HTTPRoute", "web"),
         ("Service", "web"),
     ]
+
+
+async def test_a_route_is_not_sent_where_its_kind_is_not_served() -> None:
+    objects = {Key("Service", "shop", "web"): _placed("web", '{"us-east": null, "eu-west": null}')}
+    writer = RecordingWriter()
+    records = Records(touched=lambda _: None)
+    noted: list[tuple[str, str] | None] = []
+    writer.note = lambda key, obj, note: noted.append(note)  # type: ignore[method-assign]
+
+    def unserved(kind: Kind, placement: Placement) -> list[str]:
+        return [name for name in placement if name == "eu-west"]
+
+    follower = Follower(cast(HubCache, _Cache(objects)), records, cast(Writer, writer), unserved)
+    key = Key(HTTPROUTE.key, "shop", "web")
+    await follower.named(HTTPROUTE, key, route([{"backendRefs": [{"name": "web"}]}]))
+    assert writer.placements == [{"us-east": None}]
+    status, reason, message = writer.conditions[-1]
+    assert (status, reason) == ("True", "Placed")
+    assert "not eu-west: HTTPRoute is not served there" in message
+    assert noted == [("NotServed", "not sent to eu-west: HTTPRoute is not served there")]
+
+
+class _Locations:
+    def __init__(self, locations: dict[str, Obj]) -> None:
+        self.locations = locations
+
+    def get(self, name: str) -> Obj | None:
+        return self.locations.get(name)
+
+
+def test_the_decider_says_where_a_crd_kind_is_not_served() -> None:
+    def location(name: str, *resources: str) -> Obj:
+        return {
+            "apiVersion": "kmc.dev/v1alpha1",
+            "kind": "Location",
+            "metadata": {"name": name, "resourceVersion": "1"},
+            "spec": {"secretRef": {"name": f"{name}-kubeconfig"}},
+            "status": {"resources": list(resources)},
+        }
+
+    route = f"{HTTPROUTE.api_version}/HTTPRoute"
+    cache = SimpleNamespace(
+        locations=_Locations(
+            {
+                "serves": location("serves", "apps/v1/Deployment", route),
+                "lacks": location("lacks", "apps/v1/Deployment"),
+                "unprobed": location("unprobed"),
+                "refused": location("refused", route),
+            }
+        )
+    )
+    decider = Decider(cast(HubCache, cache), cast(Any, None), engine.Settings())
+    decider.excluded = {"refused": frozenset({route})}  # the API import found it Incompatible
+    everywhere: Placement = dict.fromkeys(["serves", "lacks", "unprobed", "refused", "gone"])
+    assert decider.unserved(HTTPROUTE, everywhere) == ["lacks", "refused"]
+    assert decider.unserved(SERVICE, everywhere) == []  # built in: served everywhere

@@ -142,6 +142,21 @@ class Decider:
             decision.unplaceable,
         )
 
+    def unserved(self, kind: Kind, placement: Placement) -> list[str]:
+        """The locations of `placement` whose probe says they do not serve `kind`, or where
+        the API import found it Incompatible. Only kinds served by CRDs are asked: every
+        location serves the built-in ones. A location not probed yet is not judged."""
+        if not kind.crd:
+            return []
+        api_key = f"{kind.api_version}/{kind.kind}"
+        unserved = []
+        for name in placement:
+            raw = self.cache.locations.get(name)
+            served = set(self._model(raw).status.resources) if raw is not None else set()
+            if served and api_key not in served - self.excluded.get(name, frozenset()):
+                unserved.append(name)
+        return unserved
+
     def _model(self, raw: Obj) -> Location:
         """The Location as our model, validated once per resourceVersion (every decision
         reads every Location)."""

@@ -18,6 +18,8 @@ so in a Normal Event (`Followed`, `Left`), as a workload's placement changes do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from apiserver.contract import PLACEMENT, Placement, describe, read_placement
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Key, Kind, Role
@@ -27,11 +29,24 @@ from apiserver.objects import Obj
 from apiserver.placement.dependencies import follow, went
 
 
+def _all_serve(kind: Kind, placement: Placement) -> list[str]:
+    return []
+
+
 class Follower:
-    def __init__(self, cache: HubCache, records: Records, writer: Writer) -> None:
+    def __init__(
+        self,
+        cache: HubCache,
+        records: Records,
+        writer: Writer,
+        unserved: Callable[[Kind, Placement], list[str]] = _all_serve,
+    ) -> None:
         self.cache = cache
         self.records = records
         self.writer = writer
+        # The locations of a placement that do not serve the kind (`Decider.unserved`): a
+        # follower goes where its company is, but never where its kind is not served.
+        self.unserved = unserved
 
     async def users(self, kind: Kind, key: Key, obj: Obj) -> None:
         """A dependency goes exactly where the workloads that use it are."""
@@ -47,16 +62,21 @@ class Follower:
 
     async def _place(
         self, kind: Kind, key: Key, obj: Obj, placement: Placement, company: str
-    ) -> None:
+    ) -> list[str]:
         """Write a placement that changed (or was never written), with an Event per reason
-        when it went somewhere new or left somewhere after its first one."""
+        when it went somewhere new or left somewhere after its first one. Returns the
+        locations left out because they do not serve the kind."""
+        unserved = self.unserved(kind, placement)
+        if unserved:
+            placement = {k: v for k, v in placement.items() if k not in unserved}
         current = read_placement(obj)
         has_annotation = PLACEMENT in (obj["metadata"].get("annotations") or {})
         if placement == current and (not placement or has_annotation):
-            return
+            return unserved
         await self.writer.placement(kind, key, obj, placement)
         for reason, message in went(current, placement, company):
             self.writer.events.post(obj, "Normal", reason, message)
+        return unserved
 
     def _named(self, key: Key) -> str:
         """`deployments/web`, as kubectl names an object."""
@@ -137,11 +157,18 @@ class Follower:
                 where |= placed
                 placed_ones.append(f"{target_kind.plural}/{target.name}")
         placement: Placement = dict.fromkeys(sorted(where))
-        await self._place(kind, key, obj, placement, ", ".join(placed_ones) or "nothing")
+        company = ", ".join(placed_ones) or "nothing"
+        unserved = await self._place(kind, key, obj, placement, company)
         uses = kind.uses(obj)
         self.records.use(key, frozenset(Key(k, key.namespace, name) for k, name in uses))
+        # Said once per change by a Warning Event (its status may have no conditions).
+        word = f"not sent to {', '.join(unserved)}: {kind.kind} is not served there"
+        self.writer.note(key, obj, ("NotServed", word) if unserved else None)
         if placed_ones:
-            message = f"with {', '.join(placed_ones)}: {describe(placement)}"
+            sent = {k: v for k, v in placement.items() if k not in unserved}
+            message = f"with {', '.join(placed_ones)}: {describe(sent)}"
+            if unserved:
+                message += f" (not {', '.join(unserved)}: {kind.kind} is not served there)"
             self.writer.condition(kind, key, obj, "True", "Placed", message)
             return
         named = ", ".join(

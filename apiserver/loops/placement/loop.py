@@ -84,7 +84,7 @@ class PlacementLoop:
             pending,
             Timing(settings.grace, settings.cooldown, settings.capacity_hold),
         )
-        self.follower = Follower(cache, self.records, self.writer)
+        self.follower = Follower(cache, self.records, self.writer, self.decider.unserved)
         self._locations_seen: dict[str, Any] = {}  # name -> what decisions read of it
         cache.subscribe(self._on_object)
         cache.namespaces.subscribe(self._on_namespace)
