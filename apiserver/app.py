@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -206,11 +207,16 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     for task in app[LOOPS].values():
         task.add_done_callback(_report_death)
     yield
+    log.info("stopping the loops")
     for task in app[LOOPS].values():
         task.cancel()
-    for task in app[LOOPS].values():
+    for name, task in app[LOOPS].items():
+        started = time.monotonic()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        if (took := time.monotonic() - started) > 1:
+            log.warning("the %s loop took %.1fs to stop", name, took)
+    log.info("loops stopped")
 
 
 def _report_death(task: asyncio.Task[None]) -> None:

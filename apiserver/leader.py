@@ -26,6 +26,7 @@ leads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import enum
 import logging
@@ -163,7 +164,10 @@ class Leadership:
             was_leading = self.leading.is_set()
             self._step_down("shutting down")
             if was_leading:
-                await self._release()
+                # Bounded: a hub too slow to answer must not hold up the stop; the lease then
+                # expires on its own.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._release(), timeout=self.timing.renew_deadline)
 
     async def step(self) -> Attempt:
         """One attempt to acquire or renew, bounded by what is left of the renew deadline."""

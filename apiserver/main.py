@@ -13,6 +13,7 @@ from apiserver.app import make_app
 from apiserver.options import OptionsError, parse
 
 MAX_HEADER_BYTES = 1 << 20
+SHUTDOWN_GRACE = 5.0  # seconds
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -43,4 +44,7 @@ def main(argv: list[str] | None = None) -> None:
         # 8 KiB default would refuse a long label selector with a plain-text 400.
         max_line_size=MAX_HEADER_BYTES,
         max_field_size=MAX_HEADER_BYTES,
+        # On SIGTERM, how long requests still open (a watch, a list) may finish before the
+        # loops stop and the lease is handed back; streams are ended at once.
+        shutdown_timeout=SHUTDOWN_GRACE,
     )

@@ -29,7 +29,7 @@ from kmc_testbed import bed
 from tests.e2e.conftest import CHILDREN, Kubectl, run_testbed
 from tests.e2e.test_testbed import deployment
 from tests.faults.test_kills import SEEDS
-from tests.faults.test_leader import _served, holder, second_replica, wait_for
+from tests.faults.test_leader import _served, holder, second_replica, stop, wait_for
 
 TIMING = Timing()
 WRITES = {"create", "update", "patch", "delete", "deletecollection"}
@@ -89,7 +89,7 @@ def test_a_paused_leader_writes_nothing_after_its_deadline(
     hub = kubectl["hub"]
     assert installed.kmc_port is not None
     old = identity(installed.kmc_port)
-    wait_for("the test bed's kmc-apiserver to lead", lambda: holder(hub) == old, 30)
+    wait_for("the test bed's kmc-apiserver to lead", lambda: holder(hub) == old, 90)
     started = datetime.datetime.now(datetime.UTC)
     port = bed.free_ports(1)[0]
     state = bed.load()
@@ -159,9 +159,10 @@ def test_a_paused_leader_writes_nothing_after_its_deadline(
             theirs = [e for e in events if e.get("userAgent") == user_agent(identity(port))]
             assert any((e.get("objectRef") or {}).get("resource") == "deployments" for e in theirs)
         finally:
-            second.terminate()  # a graceful stop hands the lease back at once
-            second.wait(timeout=30)
             log.close()
-            if not bed.pid_running(paused):
-                run_testbed("start", bed.KMC)
+            try:
+                stop(second, Path(folder) / "second.log")
+            finally:
+                if not bed.pid_running(paused):
+                    run_testbed("start", bed.KMC)
     wait_for("the test bed's kmc-apiserver to lead again", lambda: holder(hub) == old, 60)
