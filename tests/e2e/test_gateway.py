@@ -126,3 +126,52 @@ def test_an_http_route_goes_where_its_service_is_moves_with_it_and_leaves(
         lambda: not ours_left(kubectl, f"httproutes.{GROUP},services,deployments", namespace),
         say="nothing left in any child",
     )
+
+
+def serves_routes(hub: Kubectl, location: str) -> bool:
+    """Does the Location's probe say it serves HTTPRoute?"""
+    status = hub.json("get", "location", location).get("status") or {}
+    return f"{GROUP}/v1/HTTPRoute" in (status.get("resources") or [])
+
+
+def test_an_http_route_is_not_sent_where_its_kind_is_not_served(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """Its Service goes to both of the workload's locations; the route only where HTTPRoute
+    is served, and follows once it is (the CRD installed there again)."""
+    hub = kubectl["hub"]
+    wait_for(lambda: served(hub), say="the hub serving HTTPRoutes (imported from the children)")
+    wait_locations_settled(hub)
+    lacking = "eu-west"
+    kubectl[lacking].run("delete", "crd", CRD, "--timeout=120s")
+    try:
+        wait_for(lambda: not serves_routes(hub, lacking), say=f"{lacking} not serving HTTPRoute")
+        hub.apply(pinned("web", 2, ["us-east", lacking]), namespace)
+        hub.run("expose", "deployment", "web", "-n", namespace, "--port=80", "--target-port=8080")
+        hub.apply(http_route("web", "web"), namespace)
+        wait_for(
+            lambda: (
+                in_children(kubectl, "service", "web", namespace).keys() == {"us-east", lacking}
+            ),
+            say="the Service in both of its workload's locations",
+        )
+        wait_for(
+            lambda: in_children(kubectl, "httproute", "web", namespace).keys() == {"us-east"},
+            say="the route in us-east only",
+        )
+        assert placement_of(hub, "httproute", "web", namespace) == {"us-east": None}
+        event = wait_for(lambda: events(hub, namespace, "HTTPRoute", "web", "NotServed"))[0]
+        assert event["type"] == "Warning", event
+        assert f"not sent to {lacking}: HTTPRoute is not served there" in event["message"]
+    finally:
+        bed.ensure_gateway_api_crds(installed.cluster(lacking))
+    wait_for(lambda: serves_routes(hub, lacking), say=f"{lacking} serving HTTPRoute again")
+    wait_for(
+        lambda: in_children(kubectl, "httproute", "web", namespace).keys() == {"us-east", lacking},
+        say=f"the route following its Service to {lacking} once HTTPRoute is served there",
+    )
+    hub.run("delete", "httproute,service,deployment", "--all", "-n", namespace)
+    wait_for(
+        lambda: not ours_left(kubectl, f"httproutes.{GROUP},services,deployments", namespace),
+        say="nothing left in any child",
+    )

@@ -146,6 +146,11 @@ class PlacementLoop:
         which follow their users)."""
         return self._kinds(Role.WORKLOAD, Role.NAMESPACE_FOLLOWER, Role.ASKED)
 
+    def _served_by_crds(self) -> list[str]:
+        """Kinds a location may not serve: whether a follower of one may go there is the
+        Location's to say too (its probe's resources)."""
+        return [k.key for k in list(self.cache.kinds.values()) if k.crd]
+
     async def _on_object(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
         if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
             return  # our Placed condition, the sync loop's fold: nothing a decision reads
@@ -198,7 +203,7 @@ class PlacementLoop:
             return
         self._locations_seen[name] = seen
         if before is None or seen is None or before[:2] != seen[:2]:
-            self._enqueue_all(self._decided())
+            self._enqueue_all(self._decided() + self._served_by_crds())
             return
         changed = {
             field
@@ -206,7 +211,7 @@ class PlacementLoop:
             if before[2].get(field) != seen[2].get(field)
         }
         if not changed <= LOCATION_ROOM:
-            self._enqueue_all(self._decided())
+            self._enqueue_all(self._decided() + self._served_by_crds())
             return
         for key in list(self.records.room):
             self.queue.add_debounced(key, 1.0)
