@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import logging
 import ssl
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -61,6 +60,7 @@ from apiserver.remote import streams as remote_streams
 from apiserver.remote.cache import CHILD_AUTHZ, REMOTE_CACHES, ChildAuthorizers, RemoteCaches
 
 log = logging.getLogger(__name__)
+STOP_WARNING = 5.0  # seconds
 
 # Everything the two aggregated groups serve: discovery and OpenAPI are rendered from it.
 RESOURCES = (*mc_resources.RESOURCES, *remote_resources.RESOURCES)
@@ -207,16 +207,33 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     for task in app[LOOPS].values():
         task.add_done_callback(_report_death)
     yield
+    await _stop(app[LOOPS])
+
+
+async def _stop(loops: dict[str, asyncio.Task[None]]) -> None:
+    """Cancel the loops and wait for them; one that has not stopped after `STOP_WARNING`
+    seconds is named in the log with where every unfinished task waits."""
     log.info("stopping the loops")
-    for task in app[LOOPS].values():
+    for task in loops.values():
         task.cancel()
-    for name, task in app[LOOPS].items():
-        started = time.monotonic()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        if (took := time.monotonic() - started) > 1:
-            log.warning("the %s loop took %.1fs to stop", name, took)
+    _, pending = await asyncio.wait(loops.values(), timeout=STOP_WARNING)
+    if pending:
+        names = ", ".join(name for name, task in loops.items() if task in pending)
+        log.warning(
+            "loops not stopped after %gs: %s; tasks waiting:\n%s", STOP_WARNING, names, _stacks()
+        )
+        await asyncio.wait(pending)
     log.info("loops stopped")
+
+
+def _stacks() -> str:
+    """Where each unfinished task waits (its innermost frame), for a stop that hangs."""
+    lines = []
+    for task in asyncio.all_tasks():
+        frames = task.get_stack(limit=None)
+        where = " <- ".join(f"{f.f_code.co_qualname}:{f.f_lineno}" for f in reversed(frames))
+        lines.append(f"  {task.get_name()}: {where or 'not started'}")
+    return "\n".join(sorted(lines))
 
 
 def _report_death(task: asyncio.Task[None]) -> None:

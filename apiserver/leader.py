@@ -167,7 +167,8 @@ class Leadership:
                 # Bounded: a hub too slow to answer must not hold up the stop; the lease then
                 # expires on its own.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._release(), timeout=self.timing.renew_deadline)
+                    async with asyncio.timeout(self.timing.renew_deadline):
+                        await self._release()
 
     async def step(self) -> Attempt:
         """One attempt to acquire or renew, bounded by what is left of the renew deadline."""
@@ -179,7 +180,12 @@ class Leadership:
         try:
             if budget <= 0:
                 raise TimeoutError
-            attempt = await asyncio.wait_for(self._try(started), timeout=budget)
+            # Never `asyncio.wait_for` here or in any loop: on Python 3.11 a cancel that
+            # arrives as the awaited thing finishes is lost there, and a loop that lost its
+            # cancel runs on after shutdown (the process then never stops).
+            # `asyncio.timeout` keeps it.
+            async with asyncio.timeout(budget):
+                attempt = await self._try(started)
         except TimeoutError:
             log.warning("leader election: no answer from the hub within %.1fs", max(budget, 0))
             attempt = Attempt.FAILED

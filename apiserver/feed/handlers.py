@@ -84,7 +84,8 @@ async def _watch(
         await stream.send("BOOKMARK", _bookmark(feeds, initial))
         while (left := ends - time.monotonic()) > 0:
             try:
-                await asyncio.wait_for(watcher.woken.wait(), min(left, BOOKMARK_EVERY))
+                async with asyncio.timeout(min(left, BOOKMARK_EVERY)):  # never wait_for: leader.py
+                    await watcher.woken.wait()
             except TimeoutError:
                 if bookmarks and ends - time.monotonic() > 0:
                     await stream.send("BOOKMARK", _bookmark(feeds))

@@ -110,7 +110,8 @@ class ImportLoop:
                     except ApiError as err:
                         log.warning("api import pass failed: %s", err)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._woken.wait(), self.resync)
+                    async with asyncio.timeout(self.resync):  # never wait_for: see leader.py
+                        await self._woken.wait()
                 await asyncio.sleep(0.2)  # let a burst of changes land in one pass
         finally:
             watch.cancel()

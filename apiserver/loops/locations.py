@@ -142,7 +142,8 @@ class LocationLoop:
                 # Nodes or pods changed: look again soon, but at most once a second.
                 await asyncio.sleep(min(1.0, delay))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), max(0.0, delay - 1.0))
+                    async with asyncio.timeout(max(0.0, delay - 1.0)):  # never wait_for: leader.py
+                        await woken.wait()
         finally:
             if watched:
                 watched.stop()
