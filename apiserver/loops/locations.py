@@ -130,9 +130,9 @@ class LocationLoop:
                     self.fleet.forget(name)
                     fields, healthy = await self._lease(location)
                     last_written = await self._write(name, location, fields, last_written)
-                    await asyncio.sleep(self.settings.interval if healthy else backoff.next())
                     if healthy:
                         backoff.reset()
+                    await asyncio.sleep(self.settings.interval if healthy else backoff.next())
                     continue
                 kube = self.fleet.get(name)
                 if kube is not None and (watched is None or watched.kube is not kube):
