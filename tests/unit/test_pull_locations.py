@@ -4,22 +4,29 @@ heartbeat renews, and placement takes it to serve the built-in kinds until its a
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from types import SimpleNamespace
 from typing import Any, cast
 
+import aiohttp
 import pydantic
 import pytest
 
 from apiserver.agent.heartbeat import Heartbeat
-from apiserver.kinds import BUILT_IN_APIS
-from apiserver.kube.client import ApiError, Kube
+from apiserver.contract import CLEANUP, PLACEMENT
+from apiserver.hubcache import HubCache
+from apiserver.kinds import BUILT_IN_APIS, DEPLOYMENT, Key
+from apiserver.kube.client import ApiError, Credentials, Kube
 from apiserver.kube.informer import Informer
 from apiserver.leader import Leadership
 from apiserver.locations import lease
 from apiserver.locations.fleet import CredentialsError, Fleet
+from apiserver.loops import hubwrites
 from apiserver.loops.locations import LocationLoop
 from apiserver.loops.placement.deciding import _served
+from apiserver.loops.sync.children import Children
+from apiserver.loops.sync.loop import SyncLoop
 from apiserver.models.location import Location
 from apiserver.objects import Obj
 from apiserver.remote.fanout import NOT_FOR_PULL, targets
@@ -189,3 +196,57 @@ def test_punch_through_leaves_a_pull_location_out_with_a_warning() -> None:
     assert list(clients) == ["a"]
     assert warnings == [f"location edge left out: {NOT_FOR_PULL}"]
     assert NOT_FOR_PULL == "not available for pull locations"
+
+
+# -- the sync loop ---------------------------------------------------------------------------------
+
+
+async def test_a_location_whose_client_went_has_its_watches_dropped() -> None:
+    """A Push location turned Pull: the fleet forgets its client, and its watches stop."""
+    session = cast(aiohttp.ClientSession, None)
+    edge = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    clients: dict[str, Kube] = {"edge": edge}
+    children = Children(clients.get, (), lambda _: None)
+    try:
+        assert children.connect("edge")
+        del clients["edge"]
+        assert children.connect("edge") and "edge" not in children.watches
+        assert not children.connect("edge")
+    finally:
+        children.stop()
+        await asyncio.sleep(0)
+
+
+async def test_a_hub_object_going_does_not_wait_on_a_pull_locations_child(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only its agent can remove it (the feed leaves out an object being deleted): the
+    finalizer goes at once, or nothing placed there could ever be deleted."""
+    session = cast(aiohttp.ClientSession, None)
+    hub = Kube(session, Credentials("https://hub.invalid", False), "hub")
+    cache = HubCache(hub)
+    cache.locations.cache["edge"] = location("edge", "Pull")
+    no_clients: dict[str, Kube] = {}
+    sync = SyncLoop(cache, no_clients.get, Leadership.solo())
+    removed: list[str] = []
+
+    async def remove_finalizer(_: Kube, __: Any, obj: Obj, finalizer: str) -> None:
+        removed.append(f"{obj['metadata']['name']} {finalizer}")
+
+    monkeypatch.setattr(hubwrites, "remove_finalizer", remove_finalizer)
+    going: Obj = {
+        "metadata": {
+            "name": "web",
+            "namespace": "shop",
+            "finalizers": [CLEANUP],
+            "annotations": {PLACEMENT: '{"edge":2}'},
+            "deletionTimestamp": "2026-12-06T18:00:00Z",
+        }
+    }
+    key = Key("Deployment", "shop", "web")
+    await sync.cleaner.hub_object_going(key, DEPLOYMENT, going, ())
+    assert removed == [f"web {CLEANUP}"]
+    # A Push location with no client yet is still waited for.
+    cache.locations.cache["edge"] = location("edge", secretRef={"name": "s"})
+    await sync.cleaner.hub_object_going(key, DEPLOYMENT, going, ())
+    assert removed == [f"web {CLEANUP}"]
