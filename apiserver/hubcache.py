@@ -163,6 +163,12 @@ class HubCache:
         labels: dict[str, str] = (location.get("metadata") or {}).get("labels") or {}
         return labels
 
+    def pulled(self, name: str) -> bool:
+        """Is the location a pull one (`spec.mode: Pull`): its agent writes its cluster, the
+        hub side never does (docs/pull.md)."""
+        location = self.locations.get(name) or {}
+        return bool((location.get("spec") or {}).get("mode") == model.PULL)
+
     def override_targets(self, source: Source) -> Iterator[Key]:
         """The hub objects an override (as it is, or as it was) targets, as cached now."""
         wanted = source.kinds()

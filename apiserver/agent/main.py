@@ -1,8 +1,9 @@
 """`kmc-agent`: runs in a pull location, follows its work feed on the hub, writes its cluster.
 
-Today it is given a hub kubeconfig (`--hub-kubeconfig`); joining with a bootstrap token and a
-certificate from a hub CSR comes next (docs/pull.md). Its own cluster is reached in-cluster
-(its ServiceAccount) or, outside a pod, through `--kubeconfig`.
+It renews its location's Lease on the hub (`heartbeat.py`): the hub's only sign that the
+location is there. Today it is given a hub kubeconfig (`--hub-kubeconfig`); joining with a
+bootstrap token and a certificate from a hub CSR comes next (docs/pull.md). Its own cluster
+is reached in-cluster (its ServiceAccount) or, outside a pod, through `--kubeconfig`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import aiohttp
 
 from apiserver.agent.apply import Writer
 from apiserver.agent.follow import Agent
+from apiserver.agent.heartbeat import Heartbeat
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import Kube
 
@@ -38,12 +40,21 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--kubeconfig", default=None, help="this cluster (default: in-cluster)")
     parser.add_argument("--context", default=None)
     parser.add_argument("--retry", type=float, default=5.0, help="seconds between retries")
+    parser.add_argument(
+        "--lease-duration",
+        type=int,
+        default=40,
+        help="seconds the hub counts the location Ready after a renewal of its Lease "
+        "(renewed every quarter of it)",
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     args = parser.parse_args(argv)
     if not _NAME.match(args.location):
         parser.error(f"--location: {args.location!r} is not a valid Location name")
     if args.retry <= 0:
         parser.error("--retry: must be more than 0")
+    if args.lease_duration < 4:
+        parser.error("--lease-duration: must be at least 4 (seconds)")
     return args
 
 
@@ -58,7 +69,11 @@ async def run(args: argparse.Namespace) -> None:
     async with aiohttp.ClientSession(connector=connector) as session:
         hub = Kube(session, hub_creds, "hub", agent=agent_name)
         cluster = Kube(session, own, args.location, agent=agent_name)
-        await Agent(hub, Writer(cluster), args.location, retry=args.retry, cluster=cluster).run()
+        agent = Agent(hub, Writer(cluster), args.location, retry=args.retry, cluster=cluster)
+        heartbeat = Heartbeat(hub, args.location, args.lease_duration)
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(heartbeat.run(), name="heartbeat")
+            tasks.create_task(agent.run(), name="follow")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -62,6 +62,7 @@ OURS = "kmc.dev"  # the API group of kubectl-mc's own kinds, and its sub-groups
 
 __all__ = [
     "ALL",
+    "BUILT_IN_APIS",
     "CLUSTERROLE",
     "CLUSTERROLEBINDING",
     "CONFIGMAP",
@@ -119,6 +120,9 @@ ALL: tuple[Kind, ...] = (
 # Kinds kubectl-mc knows that CRDs serve (an imported kind): they join, with their own
 # entry, when the hub serves their CRD, and are never watched before.
 SERVED_BY_CRDS: dict[str, Kind] = {k.key: k for k in gateway.ENTRIES}
+# What every Kubernetes cluster serves of ours, as a probe lists it ("apps/v1/Deployment"): a
+# pull location is taken to serve these until its agent reports its own probe (docs/pull.md).
+BUILT_IN_APIS: frozenset[str] = frozenset(f"{k.api_version}/{k.kind}" for k in ALL)
 # Built-in kinds the hub cache watches and the placement loop places, by key.
 PLACED: dict[str, Kind] = {k.key: k for k in ALL if k.role is not None}
 # `mc.kmc.dev` views, by plural (`REMOTE`, punch-through's, is `core.py`'s).

@@ -66,8 +66,11 @@ class Fleet:
         self._entries.pop(name, None)
 
     async def connect(self, location: Location) -> Kube:
-        """A client for the location, rebuilt only when its Secret changed."""
+        """A client for the location, rebuilt only when its Secret changed. A pull location
+        has none: nothing on the hub side dials it (the location loop never asks)."""
         ref = location.spec.secret_ref
+        if ref is None or location.pulled:
+            raise CredentialsError(f"location {location.name} has no spec.secretRef")
         where = f"secret {ref.namespace}/{ref.name}"
         try:
             secret = await self.hub.get(f"/api/v1/namespaces/{ref.namespace}/secrets/{ref.name}")
@@ -104,6 +107,8 @@ class Fleet:
         if who is None or not entry.token or not renew.due(entry.token):
             return
         ref = location.spec.secret_ref
+        if ref is None:
+            return
         hub = self.hub.guarded(self.guard) if self.guard else self.hub
         try:
             answer = await entry.kube.create(renew.token_path(*who), renew.token_request())

@@ -5,12 +5,16 @@ the hub). A prober connects through the fleet, probes, and writes status: `Ready
 reason that says what to do when it is False. It writes only when something changed, or
 every `refresh` seconds to move `lastProbeTime`, so a quiet fleet makes no churn on the hub.
 An unreachable child is retried with backoff; it never blocks another location.
+
+A pull location (`spec.mode: Pull`) is never dialled: its prober reads the Lease its agent
+renews on the hub instead (`locations/lease.py`), and the fleet holds no client for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import functools
 import logging
 from collections.abc import Callable
@@ -23,6 +27,7 @@ from apiserver.contract import now
 from apiserver.kube.client import ApiError, Kube, Unreachable
 from apiserver.kube.informer import Backoff, Informer
 from apiserver.leader import Leadership
+from apiserver.locations import lease
 from apiserver.locations.fleet import CredentialsError, Fleet
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.locations.probe import Watched, probe
@@ -91,7 +96,8 @@ class LocationLoop:
 
     async def _on_event(self, kind: str, obj: Obj, _: Obj | None) -> None:
         name = obj["metadata"]["name"]
-        spec_key = repr(obj.get("spec", {}).get("secretRef"))
+        spec = obj.get("spec") or {}
+        spec_key = repr((spec.get("mode"), spec.get("secretRef")))
         running = self._probers.get(name)
         if kind == "DELETED":
             if running:
@@ -119,6 +125,15 @@ class LocationLoop:
                 if obj is None:
                     return
                 location = model.Location.model_validate(obj)
+                if location.pulled:
+                    # Its prober restarts when the mode changes: nothing of a pushed past.
+                    self.fleet.forget(name)
+                    fields, healthy = await self._lease(location)
+                    last_written = await self._write(name, location, fields, last_written)
+                    if healthy:
+                        backoff.reset()
+                    await asyncio.sleep(self.settings.interval if healthy else backoff.next())
+                    continue
                 kube = self.fleet.get(name)
                 if kube is not None and (watched is None or watched.kube is not kube):
                     if watched:
@@ -160,6 +175,8 @@ class LocationLoop:
         """Write status when it changed, or once `refresh` has passed; returns what was."""
         if not self.leadership.leading.is_set():
             return None  # the leader writes; followers only keep their caches warm
+        if "_ready" not in fields:
+            return last_written  # nothing learned (a pull location's lease not read)
         status = _with_ready(location, fields)
         _log_transition(name, location.status, status)
         now = asyncio.get_running_loop().time()
@@ -169,6 +186,19 @@ class LocationLoop:
                 await self.hub.merge_patch(f"{model.PATH}/{name}/status", {"status": status})
                 return (comparable, now)
         return last_written
+
+    async def _lease(self, location: model.Location) -> tuple[Obj, bool]:
+        """A pull location's Ready, from its agent's Lease on the hub; (fields, healthy). A
+        hub that does not answer says nothing about the agent: the status stays as it was."""
+        try:
+            found: Obj | None = await self.hub.get(lease.path(location.name))
+        except ApiError as err:
+            if err.code != 404:
+                log.warning("location %s: reading its agent's lease failed: %s", location.name, err)
+                return {}, False
+            found = None
+        verdict = lease.verdict(location.name, found, datetime.datetime.now(datetime.UTC))
+        return {"_ready": tuple(verdict)}, True
 
     async def _probe(self, location: model.Location, watched: Watched | None) -> tuple[Obj, bool]:
         """(status fields, healthy); failures become a Ready=False reason and message."""

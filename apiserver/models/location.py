@@ -34,8 +34,16 @@ class Taint(_Model):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
+Mode = Literal["Push", "Pull"]
+PUSH: Mode = "Push"
+PULL: Mode = "Pull"
+
+
 class LocationSpec(_Model):
-    secret_ref: SecretRef = Field(alias="secretRef")
+    # Push: kmc-apiserver dials the child with the kubeconfig in `secretRef`. Pull: an agent in
+    # the child dials out to the hub and the hub holds no credential (docs/pull.md).
+    mode: Mode = PUSH
+    secret_ref: SecretRef | None = Field(default=None, alias="secretRef")
     taints: list[Taint] = Field(default_factory=list)
     unschedulable: bool = False
 
@@ -78,6 +86,11 @@ class Location(_Model):
     @property
     def name(self) -> str:
         return str(self.metadata["name"])
+
+    @property
+    def pulled(self) -> bool:
+        """A pull location: nothing on the hub side talks to its cluster."""
+        return self.spec.mode == PULL
 
     @property
     def labels(self) -> dict[str, str]:

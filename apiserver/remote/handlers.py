@@ -50,6 +50,7 @@ from apiserver.remote.cache import (
     table_head,
 )
 from apiserver.remote.fanout import (
+    NOT_FOR_PULL,
     STALL_TIMEOUTS,
     Answer,
     Asked,
@@ -406,6 +407,8 @@ def where(
         if only in names:
             why = next((w for w in warnings if w.startswith(f"location {only} ")), "")
             detail = why.partition(" left out: ")[2]
+            if detail == NOT_FOR_PULL:
+                raise errors.unavailable(f"location {only}: {NOT_FOR_PULL}")
             raise errors.unavailable(
                 f"location {only} is not Ready: its objects cannot be reached now"
                 + (f" ({detail})" if detail else "")

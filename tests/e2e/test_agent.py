@@ -144,8 +144,13 @@ def test_the_agent_makes_its_cluster_hold_the_feed_and_follows_it(
         assert {k: v["metadata"]["uid"] for k, v in there.items()} == {
             k: v for k, v in uids.items() if k != ("Service", "web")
         }
+        # Its heartbeat (docs/pull.md): the Lease a Pull location's Ready is read from.
+        lease = hub.json("get", "lease", f"kmc-agent-{FOLLOWED}", "-n", "kmc-system")
+        assert lease["spec"]["holderIdentity"]
     finally:
         stop(agent)
+        lease_name = f"kmc-agent-{FOLLOWED}"
+        hub.run("delete", "lease", lease_name, "-n", "kmc-system", "--ignore-not-found")
 
 
 def test_the_agents_manifests_apply_cleanly_to_a_location(

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from apiserver.contract import STRATEGY, Placement, read_placement
 from apiserver.hubcache import HubCache
-from apiserver.kinds import Kind
+from apiserver.kinds import BUILT_IN_APIS, Kind
 from apiserver.locations.fleet import Fleet
 from apiserver.loops.placement.schemas import SchemaCache
 from apiserver.models.location import Location
@@ -194,12 +194,21 @@ class Decider:
             unschedulable=location.spec.unschedulable,
             ready=bool(ready and ready.status == "True"),
             ready_changed_at=_changed_at(ready.last_transition_time if ready else None),
-            served=frozenset(status.resources) - excluded,
+            served=_served(location) - excluded,
             schemas=schemas,
             free=_free(status.allocatable, status.requested),
         )
         self._candidates[(location.name, api_key)] = (version, checker, candidate)
         return candidate
+
+
+def _served(location: Location) -> frozenset[str]:
+    """What a location serves, as its probe found. Nobody on the hub side probes a pull
+    location: until its agent reports its probe, it serves the built-in kinds."""
+    served = frozenset(location.status.resources)
+    if not served and location.pulled:
+        return BUILT_IN_APIS
+    return served
 
 
 def unknown_locations(strategy: Strategy, candidates: list[engine.Candidate]) -> tuple[str, ...]:

@@ -150,10 +150,13 @@ class Children:
         self.versions.pop(key, None)
 
     def connect(self, location: str) -> bool:
-        """Start (or restart, for a new client) the location's watches; True if it changed."""
+        """Start (or restart, for a new client) the location's watches; True if it changed.
+        A location that has no client any more (one turned into a pull location) has none."""
         kube = self.clients(location)
         watch = self.watches.get(location)
-        if kube is None or (watch is not None and watch.kube is kube):
+        if kube is None:
+            return self.drop(location) if watch is not None else False
+        if watch is not None and watch.kube is kube:
             return False
         if watch:
             watch.stop()

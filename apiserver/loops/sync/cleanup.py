@@ -44,10 +44,14 @@ class Cleaner:
     async def hub_object_going(
         self, key: Key, kind: Kind, hub: Obj, children: Collection[str]
     ) -> None:
-        """The hub object is going: its children go first, then our finalizer."""
+        """The hub object is going: its children go first, then our finalizer. A pull
+        location's child is its agent's to delete (the feed leaves out an object being
+        deleted): nothing here waits for it, as nothing here can reach it."""
         if CLEANUP not in (hub["metadata"].get("finalizers") or []):
             return
-        places = set(children) | set(read_placement(hub))
+        places = {
+            loc for loc in set(children) | set(read_placement(hub)) if not self.cache.pulled(loc)
+        }
         done = [
             await self.bounded.run(key, loc, self.applier.delete(key, kind, hub, loc), busy=False)
             for loc in sorted(places)

@@ -1,0 +1,316 @@
+"""A pull location on the real bed (docs/pull.md): a spare cluster joined as a Location with
+`spec.mode: Pull` and no Secret, the real `kmc-agent` beside it with a hub identity that may
+read its own feed and renew its own Lease and nothing else (hand-made RBAC, as the join will
+make). The Location turns Ready from the agent's Lease; a Deployment placed there reaches the
+spare cluster through the agent only (the hub holds no credential for it, so kmc-apiserver
+cannot have dialled it); punch-through says the location is not available; and when the
+agent dies the lease lapses, the Location goes not Ready saying so, and the grace period
+later its replicas are evacuated to the push location beside it, as for a pushed child
+that stops answering. Bad `spec.mode`s are refused by the hub with a clear message."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kmc_testbed import bed, config
+
+from .conftest import VENV_BIN, Kubectl, run_testbed
+from .test_testbed import deployment
+
+NAME = "pull-edge"  # the spare cluster, and its Location
+PUSHED = "us-east"  # the push location beside it
+LEASE_SECONDS = 12  # the agent's --lease-duration: short, so the test sees it lapse
+TIMEOUT = 180.0  # CI shares two cores with fifteen control-plane processes
+ACCOUNT = f"kmc-agent-{NAME}"  # the agent's hub identity (a ServiceAccount, for the test)
+
+
+def wait_until(what: str, check: Any, timeout: float = TIMEOUT) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result, why = check()
+        if why is None:
+            return result
+        assert time.monotonic() < deadline, f"{what}: {why}"
+        time.sleep(1)
+
+
+def ready(hub: Kubectl) -> dict[str, Any]:
+    found = hub.run("get", "location", NAME, "-o", "json", check=False)
+    if found.returncode != 0:
+        return {}
+    conditions = (json.loads(found.stdout).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "Ready"), {})
+
+
+def ready_is(hub: Kubectl, status: str, reason: str) -> Any:
+    def check() -> tuple[Any, str | None]:
+        now = ready(hub)
+        if (now.get("status"), now.get("reason")) == (status, reason):
+            return now, None
+        return now, f"Ready is {now}, waiting for {status} ({reason})"
+
+    return check
+
+
+def agent_identity(hub: Kubectl, folder: Path) -> Path:
+    """A hub kubeconfig for the agent: a ServiceAccount token, with a role for its own
+    location's feed and its own Lease only."""
+    hub.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": ACCOUNT, "namespace": "kmc-system"},
+        }
+    )
+    user = f"system:serviceaccount:kmc-system:{ACCOUNT}"
+    subject = {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": "kmc-system"}
+    rbac = "rbac.authorization.k8s.io"
+    hub.apply(
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": ACCOUNT},
+            "rules": [
+                {
+                    "apiGroups": ["mc.kmc.dev"],
+                    "resources": ["locations/work"],
+                    "resourceNames": [NAME],
+                    "verbs": ["get"],
+                }
+            ],
+        }
+    )
+    hub.apply(
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": ACCOUNT},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": ACCOUNT},
+            "subjects": [subject],
+        }
+    )
+    hub.apply(
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "Role",
+            "metadata": {"name": ACCOUNT, "namespace": "kmc-system"},
+            "rules": [
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "resourceNames": [f"kmc-agent-{NAME}"],
+                    "verbs": ["get", "update"],
+                },
+                # RBAC cannot name what a create makes: the join will make the Lease itself.
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "verbs": ["create"],
+                },
+            ],
+        }
+    )
+    hub.apply(
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": ACCOUNT, "namespace": "kmc-system"},
+            "roleRef": {"apiGroup": rbac, "kind": "Role", "name": ACCOUNT},
+            "subjects": [subject],
+        }
+    )
+    for verb, what, wanted in [
+        ("update", f"leases.coordination.k8s.io/kmc-agent-{NAME}", "yes"),
+        ("update", f"leases.coordination.k8s.io/kmc-agent-{PUSHED}", "no"),
+    ]:
+        asked = ("auth", "can-i", verb, what, "-n", "kmc-system", "--as", user)
+
+        def can(asked: tuple[str, ...] = asked, wanted: str = wanted) -> tuple[Any, str | None]:
+            said = hub.run(*asked, check=False).stdout.strip()
+            return said, None if said == wanted else f"{' '.join(asked)}: {said}"
+
+        wait_until("the hub's RBAC", can)
+    token = hub.run("create", "token", ACCOUNT, "-n", "kmc-system", "--duration=1h").stdout
+    kubeconfig = json.loads(hub.run("config", "view", "--raw", "--minify", "-o", "json").stdout)
+    kubeconfig["users"] = [{"name": ACCOUNT, "user": {"token": token.strip()}}]
+    for context in kubeconfig["contexts"]:
+        context["context"]["user"] = ACCOUNT
+    path = folder / "agent-hub.kubeconfig"
+    path.write_text(json.dumps(kubeconfig))
+    path.chmod(0o600)
+    return path
+
+
+def forget_identity(hub: Kubectl) -> None:
+    for what in (f"clusterrolebinding/{ACCOUNT}", f"clusterrole/{ACCOUNT}"):
+        hub.run("delete", what, "--ignore-not-found")
+    for what in (f"rolebinding/{ACCOUNT}", f"role/{ACCOUNT}", f"serviceaccount/{ACCOUNT}"):
+        hub.run("delete", what, "-n", "kmc-system", "--ignore-not-found")
+    hub.run("delete", "lease", f"kmc-agent-{NAME}", "-n", "kmc-system", "--ignore-not-found")
+
+
+@pytest.fixture
+def spare(installed: bed.State, kubectl: dict[str, Kubectl], tmp_path: Path) -> Iterator[Path]:
+    """The spare cluster, its Pull Location and the agent's hub identity; all gone after."""
+    hub = kubectl["hub"]
+    run_testbed("add", NAME)
+    try:
+        yield agent_identity(hub, tmp_path)
+    finally:
+        # Gone before `remove` unjoins: a Pull location has no `status.objects` (its status
+        # fold is next) for `kubectl mc unjoin`'s drain to wait for.
+        hub.run("delete", "location", NAME, "--ignore-not-found")
+        forget_identity(hub)
+        run_testbed("remove", NAME)
+
+
+def start_agent(hub_kubeconfig: Path) -> subprocess.Popen[bytes]:
+    log = (config.REPO_ROOT / ".testbed" / "logs" / f"kmc-agent-{NAME}.log").open("ab")
+    return subprocess.Popen(
+        [
+            str(VENV_BIN / "kmc-agent"),
+            "--location",
+            NAME,
+            "--hub-kubeconfig",
+            str(hub_kubeconfig),
+            "--kubeconfig",
+            str(config.kubeconfig_path()),
+            "--context",
+            NAME,
+            "--retry",
+            "1",
+            "--lease-duration",
+            str(LEASE_SECONDS),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def stop(agent: subprocess.Popen[bytes]) -> None:
+    if agent.poll() is None:
+        agent.send_signal(signal.SIGKILL)  # an agent that dies, not one that shuts down
+    agent.wait(timeout=30)
+
+
+def placement(hub: Kubectl, namespace: str) -> dict[str, int]:
+    web = hub.json("get", "deployment", "web", "-n", namespace)
+    text = (web["metadata"].get("annotations") or {}).get("kmc.dev/placement") or "{}"
+    return {k: v for k, v in json.loads(text).items() if v}
+
+
+def replicas_in(cluster: Kubectl, namespace: str) -> int | None:
+    found = cluster.run("get", "deployment", "web", "-n", namespace, "-o", "json", check=False)
+    if found.returncode != 0:
+        return None
+    return int(json.loads(found.stdout)["spec"]["replicas"])
+
+
+def test_bad_modes_are_refused_with_a_clear_message(
+    installed: bed.State, kubectl: dict[str, Kubectl]
+) -> None:
+    hub = kubectl["hub"]
+    for spec, says in [
+        ({"mode": "Sideways"}, 'Unsupported value: "Sideways"'),
+        ({"mode": "Push"}, "a Push location needs spec.secretRef"),
+        ({}, "a Push location needs spec.secretRef"),
+    ]:
+        location = {
+            "apiVersion": "kmc.dev/v1alpha1",
+            "kind": "Location",
+            "metadata": {"name": "refused-mode"},
+            "spec": spec,
+        }
+        proc = hub.run("apply", "-f", "-", stdin=json.dumps(location), check=False)
+        assert proc.returncode != 0 and says in proc.stderr, (spec, proc.stderr)
+        gone = hub.run("get", "location", "refused-mode", check=False)
+        assert gone.returncode != 0 and "NotFound" in gone.stderr
+
+
+def test_a_pull_location_is_ready_from_its_agents_lease_and_gets_its_work_through_it(
+    spare: Path, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub, cluster, pushed = kubectl["hub"], Kubectl(NAME), kubectl[PUSHED]
+    hub.apply(
+        {
+            "apiVersion": "kmc.dev/v1alpha1",
+            "kind": "Location",
+            "metadata": {"name": NAME, "labels": {"topology.kubernetes.io/zone": NAME}},
+            "spec": {"mode": "Pull"},
+        }
+    )
+    # No agent yet: not Ready, saying why.
+    now = wait_until("no lease yet", ready_is(hub, "False", "NoAgentLease"))
+    assert now["message"].startswith("no lease from its agent"), now
+    # The hub holds no credential for it: no Secret, no secretRef — nothing could dial it.
+    location = hub.json("get", "location", NAME)
+    assert location["spec"] == {"mode": "Pull"}, location["spec"]
+    secrets = hub.json("get", "secrets", "-A")["items"]
+    assert not [s["metadata"]["name"] for s in secrets if NAME in s["metadata"]["name"]]
+
+    agent = start_agent(spare)
+    try:
+        now = wait_until("Ready from the lease", ready_is(hub, "True", "AgentLease"))
+        assert "renews its" in now["message"], now
+        lease = hub.json("get", "lease", f"kmc-agent-{NAME}", "-n", "kmc-system")
+        assert lease["spec"]["leaseDurationSeconds"] == LEASE_SECONDS
+
+        # Placed there like anywhere else, and written there by the agent only.
+        web = deployment("web", 4)
+        web["metadata"]["annotations"] = {
+            "kmc.dev/strategy": json.dumps({"type": "Split", "pin": [NAME, PUSHED]})
+        }
+        hub.apply(web, namespace)
+
+        def split() -> tuple[Any, str | None]:
+            where = placement(hub, namespace)
+            there = (replicas_in(cluster, namespace), replicas_in(pushed, namespace))
+            if where == {NAME: 2, PUSHED: 2} and there == (2, 2):
+                return there, None
+            return there, f"placement {where}, replicas in {NAME} and {PUSHED}: {there}"
+
+        wait_until("split across pull and push", split)
+        shown = ("get", "deployment", "web", "-n", namespace, "-o", "json")
+        child = json.loads(cluster.run(*shown, "--show-managed-fields").stdout)
+        assert "kmc.dev/origin-uid" in child["metadata"]["labels"]
+        managers = {m["manager"] for m in child["metadata"].get("managedFields") or []}
+        assert "kmc-sync" in managers, managers  # the agent applies as the push loop does
+
+        # Punch-through does not reach it, and says so rather than answering empty.
+        listed = hub.run("get", "deployments.remote.kmc.dev", "-n", namespace, check=False)
+        assert listed.returncode == 0, listed.stderr
+        assert f"location {NAME} left out: not available for pull locations" in listed.stderr
+        assert PUSHED in listed.stdout, listed.stdout
+        named = hub.run(
+            "get", "deployments.remote.kmc.dev", f"web@{NAME}", "-n", namespace, check=False
+        )
+        assert named.returncode != 0 and "not available for pull locations" in named.stderr
+
+        # The agent dies: the lease lapses, the Location says so, and the grace period later
+        # its replicas are evacuated to the push location; its cluster keeps what it holds.
+        stop(agent)
+        died = time.monotonic()
+        now = wait_until("the lease lapsed", ready_is(hub, "False", "AgentLeaseExpired"))
+        assert now["message"].startswith("its agent's lease expired at "), now
+        assert time.monotonic() - died >= LEASE_SECONDS / 2  # not before the lease ran out
+
+        def evacuated() -> tuple[Any, str | None]:
+            where = placement(hub, namespace)
+            if where == {PUSHED: 4} and replicas_in(pushed, namespace) == 4:
+                return where, None
+            return where, f"placement {where}, {PUSHED} has {replicas_in(pushed, namespace)}"
+
+        wait_until("evacuated", evacuated)
+        assert replicas_in(cluster, namespace) == 2  # nobody there to remove it: kept
+    finally:
+        stop(agent)
