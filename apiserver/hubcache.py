@@ -233,30 +233,24 @@ class HubCache:
             if self._probes.get(path) is probe:
                 del self._probes[path]
 
-    @property
-    def synced(self) -> bool:
-        return all(
-            i.synced.is_set()
-            for i in (
-                *self.objects.values(),
-                self.namespaces,
-                self.locations,
-                self.policies,
-                self.overrides,
-                self.cluster_overrides,
-            )
-        )
-
-    async def wait_synced(self) -> None:
-        for informer in (
-            *list(self.objects.values()),
+    def _informers(self) -> list[Informer]:
+        """Every watch of the hub this cache keeps (imported kinds' too, once watched)."""
+        return [
+            *self.objects.values(),
             self.namespaces,
             self.locations,
             self.policies,
             self.overrides,
             self.cluster_overrides,
             self.slices,
-        ):
+        ]
+
+    @property
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self._informers())
+
+    async def wait_synced(self) -> None:
+        for informer in self._informers():
             await informer.synced.wait()
 
     def count_objects(self) -> None:
@@ -268,18 +262,7 @@ class HubCache:
     # -- running ---------------------------------------------------------------------------
 
     async def run(self) -> None:
-        tasks = [
-            asyncio.create_task(i.run(), name=f"hub {i.path}")
-            for i in (
-                *self.objects.values(),
-                self.namespaces,
-                self.locations,
-                self.policies,
-                self.overrides,
-                self.cluster_overrides,
-                self.slices,
-            )
-        ]
+        tasks = [asyncio.create_task(i.run(), name=f"hub {i.path}") for i in self._informers()]
         try:
             await asyncio.gather(*tasks)
         finally:

@@ -233,3 +233,92 @@ def test_a_pdb_is_divided_by_the_replicas_in_each_location_and_its_status_folded
             partial(nowhere, kubectl, resource, name, namespace),
             say=f"no {resource}/{name} left in any child",
         )
+
+
+def hpa_bounds(kubectl: dict[str, Kubectl], ns: str) -> dict[str, tuple[int, int]]:
+    found = in_children(kubectl, "hpa", "web", ns)
+    return {loc: (h["spec"]["minReplicas"], h["spec"]["maxReplicas"]) for loc, h in found.items()}
+
+
+def test_a_move_carries_the_hpas_share_with_its_workload(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    hub.apply(with_strategy(deployment("web", 2), {"type": "Split", "pin": ["us-east"]}), namespace)
+    hub.apply(hpa("web", "web", 2, 6), namespace)
+    wait_for(
+        lambda: hpa_bounds(kubectl, namespace) == {"us-east": (2, 6)},
+        say="the whole HPA where its workload runs, us-east",
+    )
+    hub.mc("move", "deployment/web", "--to", "us-west", "--wait", "-n", namespace)
+    wait_for(
+        lambda: hpa_bounds(kubectl, namespace) == {"us-west": (2, 6)},
+        say="the HPA's share moved with its workload to us-west, and gone from us-east",
+    )
+    wait_for(partial(released, kubectl["us-west"], namespace), say="us-west's size released")
+    hub.run("delete", "hpa,deployment", "web", "-n", namespace)
+    for resource in ("hpa", "deployment"):
+        wait_for(partial(nowhere, kubectl, resource, "web", namespace), say=f"no {resource} left")
+
+
+def synced_condition(hub: Kubectl, ns: str) -> dict[str, Any]:
+    conditions = hub.json("get", "deployment", "web", "-n", ns).get("status", {}).get("conditions")
+    return next((c for c in conditions or [] if c["type"] == "kmc.dev/Synced"), {})
+
+
+def test_a_move_keeps_the_pods_a_pdb_asks_for_until_the_new_location_runs_them(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """A Recreate Deployment may lose every pod at once, so nothing but the hub PDB holds its
+    pods in us-east while us-west's copies cannot start (an Override keeps them off every
+    node there); once they can, the move ends."""
+    hub = kubectl["hub"]
+    wait_locations_settled(hub)
+    web = with_strategy(deployment("web", 2), {"type": "Split", "pin": ["us-east"]})
+    web["spec"]["strategy"] = {"type": "Recreate"}
+    hub.apply(web, namespace)
+    hub.apply(pdb("web", minAvailable=2), namespace)
+    hub.run("rollout", "status", "deployment/web", "-n", namespace, "--timeout=180s")
+    nowhere_to_run = {
+        "apiVersion": "kmc.dev/v1alpha1",
+        "kind": "Override",
+        "metadata": {"name": "nowhere-to-run"},
+        "spec": {
+            "targets": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+            "locations": {"names": ["us-west"]},
+            "rules": [
+                {
+                    "patch": [
+                        {
+                            "op": "add",
+                            "path": "/spec/template/spec/nodeSelector",
+                            "value": {"kmc.dev/test-no-such-node": "true"},
+                        }
+                    ]
+                }
+            ],
+        },
+    }
+    hub.apply(nowhere_to_run, namespace)
+    hub.mc("move", "deployment/web", "--to", "us-west", "-n", namespace)
+    condition = wait_for(
+        lambda: (
+            (c := synced_condition(hub, namespace)).get("reason") == "Moving"
+            and "waits for 2 more available elsewhere" in c.get("message", "")
+            and c
+        ),
+        say="the move waiting for the PDB's 2 pods elsewhere",
+    )
+    assert condition["status"] == "False", condition
+    east = in_children(kubectl, "deployment", "web", namespace)["us-east"]
+    assert east["spec"]["replicas"] == 2 and east["status"].get("availableReplicas") == 2, east
+    hub.run("delete", "override", "nowhere-to-run", "-n", namespace)
+    wait_for(
+        lambda: in_children(kubectl, "deployment", "web", namespace).keys() == {"us-west"},
+        say="the move done once us-west runs the 2 pods",
+    )
+    wait_for(lambda: synced_condition(hub, namespace).get("status") == "True", say="Synced again")
+    hub.run("delete", "pdb,deployment", "web", "-n", namespace)
+    for resource in ("pdb", "deployment"):
+        wait_for(partial(nowhere, kubectl, resource, "web", namespace), say=f"no {resource} left")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -24,23 +23,13 @@ import pytest
 from kmc_testbed import bed, config
 
 from .conftest import VENV_BIN, Kubectl, run_testbed
+from .test_agent import stop, wait_until
 from .test_testbed import deployment
 
 NAME = "pull-edge"  # the spare cluster, and its Location
 PUSHED = "us-east"  # the push location beside it
 LEASE_SECONDS = 12  # the agent's --lease-duration: short, so the test sees it lapse
-TIMEOUT = 180.0  # CI shares two cores with fifteen control-plane processes
 ACCOUNT = f"kmc-agent-{NAME}"  # the agent's hub identity (a ServiceAccount, for the test)
-
-
-def wait_until(what: str, check: Any, timeout: float = TIMEOUT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result, why = check()
-        if why is None:
-            return result
-        assert time.monotonic() < deadline, f"{what}: {why}"
-        time.sleep(1)
 
 
 def ready(hub: Kubectl) -> dict[str, Any]:
@@ -195,12 +184,6 @@ def start_agent(hub_kubeconfig: Path) -> subprocess.Popen[bytes]:
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-
-
-def stop(agent: subprocess.Popen[bytes]) -> None:
-    if agent.poll() is None:
-        agent.send_signal(signal.SIGKILL)  # an agent that dies, not one that shuts down
-    agent.wait(timeout=30)
 
 
 def placement(hub: Kubectl, namespace: str) -> dict[str, int]:
