@@ -145,6 +145,16 @@ def test_a_full_fleet_holds_the_placement_and_says_what_is_short(
         lambda: all([top_up(kubectl[child], fill, slots[child]) for child in CHILDREN]),
         timeout=600,
     )
+    # Placement reads room from the Location status, which a change of requests alone reaches
+    # up to 10 s later: scaled up before it says full, a stuck replica is moved after the
+    # grace into room that is no longer there (a second change, CI stop 40).
+    wait_until(
+        "every Location's status full",
+        lambda: all(
+            (counts := pods_of(locations(hub)[child]))[1] >= counts[0] for child in CHILDREN
+        ),
+        timeout=120,
+    )
 
     seen = [placement_of(hub, "deployment", "web", namespace)]
     hub.run("scale", "deployment", "web", "-n", namespace, "--replicas=6")
