@@ -50,6 +50,7 @@ class Watched:
         )
         self.pods.subscribe(self._pod)
         self.crds = Informer(kube, CRDS, self._changed)
+        self.digests: dict[tuple[str, str], str] = {}  # (uid, resourceVersion) -> digest
         self.requested = Requested()
         self.tasks = [asyncio.create_task(i.run()) for i in (self.nodes, self.pods, self.crds)]
 
@@ -89,7 +90,7 @@ async def probe(kube: Kube, watched: Watched | None = None, timeout: float = 5.0
         "kubernetesVersion": version.get("gitVersion", ""),
         **space,
         "resources": kinds,
-        "apiDigests": api_digests(crds),
+        "apiDigests": api_digests(crds, watched.digests if watched else None),
     }
 
 
@@ -195,15 +196,24 @@ async def _crds(kube: Kube, informer: Informer | None) -> list[Obj]:
         return []
 
 
-def api_digests(crds: list[Obj]) -> dict[str, str]:
-    """group/version/Kind -> digest of its CRD, for every served version of every CRD."""
-    out = {}
+def api_digests(crds: list[Obj], memo: dict[tuple[str, str], str] | None = None) -> dict[str, str]:
+    """group/version/Kind -> digest of its CRD, for every served version of every CRD.
+    `memo` keeps each CRD's digest by uid and resourceVersion from one probe to the next: a
+    CRD can carry hundreds of kilobytes of schema (the Gateway API's do), and a probe runs
+    every few seconds, so digesting them all each time was most of an idle server's CPU."""
+    out, seen = {}, {}
     for crd in crds:
-        spec = crd.get("spec") or {}
+        spec, meta = crd.get("spec") or {}, crd.get("metadata") or {}
+        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        found = memo.get(key) if memo is not None and all(key) else None
+        seen[key] = found = found or digest(crd)
         kind = (spec.get("names") or {}).get("kind")
         for version in spec.get("versions") or []:
             if version.get("served") and kind:
-                out[f"{spec.get('group')}/{version['name']}/{kind}"] = digest(crd)
+                out[f"{spec.get('group')}/{version['name']}/{kind}"] = found
+    if memo is not None:
+        memo.clear()
+        memo.update(seen)
     return dict(sorted(out.items()))
 
 
