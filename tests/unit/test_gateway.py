@@ -228,12 +228,15 @@ class _Locations:
 
 
 def test_the_decider_says_where_a_crd_kind_is_not_served() -> None:
-    def location(name: str, *resources: str) -> Obj:
+    def location(name: str, *resources: str, mode: str = "Push") -> Obj:
+        spec: Obj = {"mode": mode}
+        if mode == "Push":
+            spec["secretRef"] = {"name": f"{name}-kubeconfig"}
         return {
             "apiVersion": "kmc.dev/v1alpha1",
             "kind": "Location",
             "metadata": {"name": name, "resourceVersion": "1"},
-            "spec": {"secretRef": {"name": f"{name}-kubeconfig"}},
+            "spec": spec,
             "status": {"resources": list(resources)},
         }
 
@@ -245,11 +248,12 @@ def test_the_decider_says_where_a_crd_kind_is_not_served() -> None:
                 "lacks": location("lacks", "apps/v1/Deployment"),
                 "unprobed": location("unprobed"),
                 "refused": location("refused", route),
+                "pulled": location("pulled", mode="Pull"),  # its agent has not reported a probe
             }
         )
     )
     decider = Decider(cast(HubCache, cache), cast(Any, None), engine.Settings())
     decider.excluded = {"refused": frozenset({route})}  # the API import found it Incompatible
-    everywhere: Placement = dict.fromkeys(["serves", "lacks", "unprobed", "refused", "gone"])
-    assert decider.unserved(HTTPROUTE, everywhere) == ["lacks", "refused"]
+    everywhere: Placement = dict.fromkeys(["serves", "lacks", "unprobed", "refused", "pulled", "gone"])
+    assert decider.unserved(HTTPROUTE, everywhere) == ["lacks", "refused", "pulled"]
     assert decider.unserved(SERVICE, everywhere) == []  # built in: served everywhere

@@ -145,14 +145,16 @@ class Decider:
     def unserved(self, kind: Kind, placement: Placement) -> list[str]:
         """The locations of `placement` whose probe says they do not serve `kind`, or where
         the API import found it Incompatible. Only kinds served by CRDs are asked: every
-        location serves the built-in ones. A location not probed yet is not judged."""
+        location serves the built-in ones. A pushed location not probed yet is not judged; a
+        pull location whose agent has not reported its probe serves the built-in kinds only,
+        as placement reads it (`_served`)."""
         if not kind.crd:
             return []
         api_key = f"{kind.api_version}/{kind.kind}"
         unserved = []
         for name in placement:
             raw = self.cache.locations.get(name)
-            served = set(self._model(raw).status.resources) if raw is not None else set()
+            served = _served(self._model(raw)) if raw is not None else frozenset()
             if served and api_key not in served - self.excluded.get(name, frozenset()):
                 unserved.append(name)
         return unserved
