@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from apiserver.contract import IMPORTED
@@ -87,6 +87,10 @@ class ImportLoop:
         self._woken = asyncio.Event()
         self._seen: dict[str, list[Obj]] = {}  # location -> its CRDs as last seen
         self._waiting: set[str] = set()  # kinds whose narrowing waits for their objects
+        # CRD name -> (the versions of its inputs, the decision, whether the hub CRD's spec
+        # already says it): negotiating compares whole schemas, and a pass runs on every
+        # Location change, while the CRDs it reads change seldom.
+        self._negotiated: dict[str, tuple[Inputs, Decision, bool]] = {}
         cache.locations.subscribe(self._wake)
         cache.crds.subscribe(self._wake)
         cache.subscribe(self._object_changed)
@@ -129,6 +133,7 @@ class ImportLoop:
         names |= {o["metadata"]["name"] for o in self.imports.items()}
         excluded: dict[str, set[str]] = {}
         kinds: set[str] = set()
+        self._negotiated = {n: known for n, known in self._negotiated.items() if n in names}
         for name in sorted(names):
             for where, gvks in (await self._one(name, locations, kinds)).items():
                 excluded.setdefault(where, set()).update(gvks)
@@ -172,7 +177,7 @@ class ImportLoop:
         if kind is not None:
             kinds.add(kind.key)
             self._waiting.discard(kind.key)  # until `_narrow` finds objects in the way again
-        decision = negotiate(crds, hub, owned, locked)
+        decision, current = self._negotiate(name, crds, hub, owned, locked)
         note = NO_NOTE
         unserved = not unseen and all(v.state == State.MISSING for v in decision.verdicts.values())
         if hub is not None and kind is not None and owned and not locked and unserved:
@@ -180,7 +185,9 @@ class ImportLoop:
             return {}
         if hub is not None and kind is not None and owned and locked:
             if record.spec.policy == "Narrow":
-                decision, note = self._narrow(crds, hub, kind, decision)
+                narrowed, note = self._narrow(crds, hub, kind, decision)
+                if narrowed is not decision:
+                    decision, current = narrowed, _says(hub, narrowed)
             if unserved:
                 count = sum(1 for _ in self.cache.list_keys(kind.key))
                 note = Note(
@@ -188,12 +195,28 @@ class ImportLoop:
                     f"no selected location serves {kind.kind} any more; the hub CRD is kept "
                     f"while the hub holds objects of it ({count} now) and deleted after",
                 )
-        written = await self._keep_crd(name, hub, owned, decision, _approval(crds, decision))
+        approval = _approval(crds, decision)
+        written = await self._keep_crd(name, hub, owned, decision, approval, current)
         # A hub CRD made just now is ours: the status says Imported at once, not only after
         # the CRD's watch event brings it back.
         made = hub is None and decision.spec is not None and not written
         await self._status(record, raw, hub, owned or made, decision, written, note)
         return _excluded(hub, decision)
+
+    def _negotiate(
+        self, name: str, crds: Mapping[str, Obj | None], hub: Obj | None, owned: bool, locked: bool
+    ) -> tuple[Decision, bool]:
+        """`negotiate`, and whether the hub CRD already says its decision: remembered while
+        the CRDs (by uid and resourceVersion) and the flags are the same."""
+        inputs = _inputs(crds, hub, owned, locked)
+        known = self._negotiated.get(name)
+        if inputs is not None and known is not None and known[0] == inputs:
+            return known[1], known[2]
+        decision = negotiate(crds, hub, owned, locked)
+        current = _says(hub, decision)
+        if inputs is not None:
+            self._negotiated[name] = (inputs, decision, current)
+        return decision, current
 
     def _narrow(
         self, crds: dict[str, Obj | None], hub: Obj, kind: Kind, decision: Decision
@@ -234,14 +257,18 @@ class ImportLoop:
             log.warning("api import %s: hub CRD not deleted: %s", name, err)
 
     async def _keep_crd(
-        self, name: str, hub: Obj | None, owned: bool, decision: Decision, approval: str | None
+        self,
+        name: str,
+        hub: Obj | None,
+        owned: bool,
+        decision: Decision,
+        approval: str | None,
+        current: bool,
     ) -> str:
         """Create or update the hub CRD we own; '' or the error that stopped it. `approval`:
         the locations' `api-approved.kubernetes.io`, which a CRD of a protected group
         (`*.k8s.io`, `*.kubernetes.io`: the Gateway API's) cannot be made without."""
-        if decision.spec is None or (hub is not None and not owned):
-            return ""
-        if hub is not None and canonical(_comparable(hub["spec"])) == canonical(decision.spec):
+        if decision.spec is None or (hub is not None and not owned) or current:
             return ""
         body: Obj = {
             "apiVersion": "apiextensions.k8s.io/v1",
@@ -295,6 +322,39 @@ class ImportLoop:
             cleared = dict.fromkeys(set(before) - set(status))  # null removes in a merge patch
             written = await self.hub.merge_patch(path, {"status": cleared | status})
             await self.imports.observe(written)
+
+
+Inputs = tuple[tuple[tuple[str, tuple[str, str] | None], ...], tuple[str, str] | None, bool, bool]
+
+
+def _inputs(
+    crds: Mapping[str, Obj | None], hub: Obj | None, owned: bool, locked: bool
+) -> Inputs | None:
+    """What a negotiation read, by uid and resourceVersion; None when a CRD has neither
+    (nothing to know it by)."""
+    versions = []
+    for location, crd in sorted(crds.items()):
+        version = _version(crd)
+        if crd is not None and version is None:
+            return None
+        versions.append((location, version))
+    hub_version = _version(hub)
+    if hub is not None and hub_version is None:
+        return None
+    return tuple(versions), hub_version, owned, locked
+
+
+def _version(obj: Obj | None) -> tuple[str, str] | None:
+    meta = (obj or {}).get("metadata") or {}
+    uid, version = meta.get("uid"), meta.get("resourceVersion")
+    return (str(uid), str(version)) if uid and version else None
+
+
+def _says(hub: Obj | None, decision: Decision) -> bool:
+    """Whether the hub CRD's spec already is what the decision would write."""
+    if hub is None or decision.spec is None:
+        return False
+    return canonical(_comparable(hub["spec"])) == canonical(decision.spec)
 
 
 def _approval(crds: dict[str, Obj | None], decision: Decision) -> str | None:

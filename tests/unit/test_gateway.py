@@ -254,6 +254,8 @@ def test_the_decider_says_where_a_crd_kind_is_not_served() -> None:
     )
     decider = Decider(cast(HubCache, cache), cast(Any, None), engine.Settings())
     decider.excluded = {"refused": frozenset({route})}  # the API import found it Incompatible
-    everywhere: Placement = dict.fromkeys(["serves", "lacks", "unprobed", "refused", "pulled", "gone"])
+    everywhere: Placement = dict.fromkeys(
+        ["serves", "lacks", "unprobed", "refused", "pulled", "gone"]
+    )
     assert decider.unserved(HTTPROUTE, everywhere) == ["lacks", "refused", "pulled"]
     assert decider.unserved(SERVICE, everywhere) == []  # built in: served everywhere

@@ -149,3 +149,45 @@ def test_the_hub_crd_carries_the_api_approval_of_the_locations_that_take_part() 
     assert _approval(crds, decision) == "https://example/1"
     alone: dict[str, Obj | None] = {"a": crd("v1")}
     assert _approval(alone, negotiate(alone, None, owned=True, locked=False)) is None
+
+
+def test_the_import_loop_negotiates_again_only_when_a_crd_changed(monkeypatch: Any) -> None:
+    """A pass runs on every Location change; the schemas it compares change seldom."""
+    from apiserver.loops import imports
+
+    calls: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return negotiate(*args)
+
+    monkeypatch.setattr(imports, "negotiate", counted)
+    loop = imports.ImportLoop.__new__(imports.ImportLoop)
+    loop._negotiated = {}
+
+    def versioned(obj: Obj, version: str) -> Obj:
+        obj = copy.deepcopy(obj)
+        obj["metadata"] |= {"uid": "u-" + version, "resourceVersion": version}
+        return obj
+
+    east, west = versioned(crd("v1"), "1"), versioned(crd("v1"), "2")
+    name = "widgets.example.org"
+    decision, current = loop._negotiate(name, {"east": east, "west": west}, None, False, False)
+    assert decision.spec is not None and not current  # nothing on the hub yet
+    again = loop._negotiate(name, {"east": copy.deepcopy(east), "west": west}, None, False, False)
+    assert again == (decision, current) and len(calls) == 1  # same versions: remembered
+
+    hub = versioned({"metadata": {"name": name}, "spec": decision.spec}, "7")
+    _, current = loop._negotiate(name, {"east": east, "west": west}, hub, True, False)
+    assert current and len(calls) == 2  # the hub CRD written: it says the decision
+
+    grown = {"east": versioned(crd("v1", "v2"), "3"), "west": versioned(crd("v1", "v2"), "4")}
+    decision, current = loop._negotiate(name, grown, hub, True, False)
+    assert len(calls) == 3 and not current  # the locations' CRDs changed: negotiated again
+    loop._negotiate(name, grown, hub, True, True)
+    assert len(calls) == 4  # hub objects appeared (locked): negotiated again
+
+    unversioned = {"east": crd("v1"), "west": crd("v1")}  # nothing to know them by
+    loop._negotiate(name, unversioned, None, False, False)
+    loop._negotiate(name, unversioned, None, False, False)
+    assert len(calls) == 6
