@@ -82,9 +82,10 @@ def test_a_crd_in_every_child_is_imported_with_the_common_schema(
             if got.returncode != 0:
                 return None
             crd: dict[str, Any] = json.loads(got.stdout)
+            # A CRD just created says `conditions: null` until it is established.
+            conditions = (crd.get("status") or {}).get("conditions") or []
             established = any(
-                c["type"] == "Established" and c["status"] == "True"
-                for c in crd.get("status", {}).get("conditions", [])
+                c["type"] == "Established" and c["status"] == "True" for c in conditions
             )
             return crd if established else None
 
