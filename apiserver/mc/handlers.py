@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -147,8 +148,14 @@ async def _small_namespace(
     if informer is None:
         return None, False
     params = {k: v for k in ("labelSelector", "fieldSelector") if (v := request.query.get(k))}
+    # Where the cache already holds more than `_WHOLE` of them, the hub's list can only tell
+    # the version to catch up with: one item does that, where a hundred cost the hub to send
+    # and us to decode (a quarter of kmc-apiserver's CPU under 10 listers of 2,000 objects).
+    # A cache behind the hub only makes the answer take the cache's path, which is right too.
+    held = sum(1 for _ in itertools.islice(cache.list_keys(kind.key, namespace), _WHOLE + 1))
     hub: Kube = request.app[HUB]
-    listing = await hub.get(kind.path(namespace), limit=str(_WHOLE), **params)
+    limit = _WHOLE if held <= _WHOLE else 1
+    listing = await hub.get(kind.path(namespace), limit=str(limit), **params)
     meta = listing.get("metadata") or {}
     version = str(meta.get("resourceVersion", ""))
     if not meta.get("continue"):

@@ -76,6 +76,30 @@ def test_a_read_right_after_a_write_sees_it(
     assert asyncio.run(_create_then_read(namespace, 15)) == []
 
 
+async def _fill(namespace: str, count: int) -> None:
+    """`count` Deployments of no replicas: a namespace too big for one hub list of it."""
+    creds = await kubeconfig.from_file(str(config.kubeconfig_path()), "hub")
+    async with aiohttp.ClientSession() as session:
+        hub = Kube(session, creds, "hub")
+        gate = asyncio.Semaphore(8)
+        path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+
+        async def one(i: int) -> None:
+            async with gate:
+                await hub.create(path, deployment(f"bulk{i}", 0))
+
+        await asyncio.gather(*(one(i) for i in range(count)))
+
+
+def test_a_read_right_after_a_write_sees_it_in_a_big_namespace(
+    installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """Past 100 objects a consistent list asks the hub for the version only, and the cache
+    catches up with it before it answers."""
+    asyncio.run(_fill(namespace, 110))
+    assert asyncio.run(_create_then_read(namespace, 5)) == []
+
+
 def test_paging_selectors_and_resource_versions(
     installed: bed.State, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
