@@ -238,8 +238,11 @@ class _Cached:
     def selects(self, made: Entry) -> bool:
         if self.namespace is not None and made.namespace != self.namespace:
             return False
-        meta = {"metadata": {"name": made.name, "namespace": made.namespace}}
-        return self.labels.matches(made.labels) and self.fields.matches(meta)
+        if not self.labels.matches(made.labels):
+            return False
+        if self.fields.empty:  # most reads: no object to build for it
+            return True
+        return self.fields.matches({"metadata": {"name": made.name, "namespace": made.namespace}})
 
 
 async def _cached(
