@@ -31,6 +31,8 @@ from apiserver.api.authz import AUTHORIZER, Authorizer
 from apiserver.api.errors import status_errors
 from apiserver.api.guard import guard
 from apiserver.feed import handlers as feed
+from apiserver.feed import report as feed_report
+from apiserver.feed.report import REPORTS
 from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kube import config as kubeconfig
@@ -48,6 +50,7 @@ from apiserver.loops.placement.loop import PlacementLoop
 from apiserver.loops.placement.loop import Settings as PlacementSettings
 from apiserver.loops.sync.loop import PROGRESS, SyncLoop
 from apiserver.loops.sync.loop import Settings as SyncSettings
+from apiserver.loops.sync.reported import Reports
 from apiserver.mc import handlers as mc
 from apiserver.mc import previews as mc_previews
 from apiserver.mc import resources as mc_resources
@@ -85,6 +88,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     mc_previews.add_routes(app)
     mc.add_routes(app)
     feed.add_routes(app)
+    feed_report.add_routes(app)
     remote.add_routes(app)
     remote_streams.add_routes(app)
     admission.add_routes(app)
@@ -172,8 +176,14 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         ),
         pending=locations.unschedulable,
     )
+    app[REPORTS] = Reports()  # pull locations' children, as their agents last reported them
     sync = SyncLoop(
-        cache, app[FLEET].get, leadership, handoff, SyncSettings(workers=options.workers)
+        cache,
+        app[FLEET].get,
+        leadership,
+        handoff,
+        SyncSettings(workers=options.workers),
+        app[REPORTS],
     )
     imports = ImportLoop(acting, cache, locations.crds, leadership)
     endpoints = EndpointsLoop(cache, app[FLEET].get, leadership, grace=options.grace_period)
