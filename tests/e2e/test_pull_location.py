@@ -30,6 +30,7 @@ NAME = "pull-edge"  # the spare cluster, and its Location
 PUSHED = "us-east"  # the push location beside it
 LEASE_SECONDS = 12  # the agent's --lease-duration: short, so the test sees it lapse
 ACCOUNT = f"kmc-agent-{NAME}"  # the agent's hub identity (a ServiceAccount, for the test)
+USER = f"system:serviceaccount:kmc-system:{ACCOUNT}"
 
 
 def ready(hub: Kubectl) -> dict[str, Any]:
@@ -74,7 +75,13 @@ def agent_identity(hub: Kubectl, folder: Path) -> Path:
                     "resources": ["locations/work"],
                     "resourceNames": [NAME],
                     "verbs": ["get"],
-                }
+                },
+                {
+                    "apiGroups": ["mc.kmc.dev"],
+                    "resources": ["locations/report"],
+                    "resourceNames": [NAME],
+                    "verbs": ["update"],
+                },
             ],
         }
     )
@@ -186,6 +193,25 @@ def start_agent(hub_kubeconfig: Path) -> subprocess.Popen[bytes]:
     )
 
 
+def report_path(location: str) -> str:
+    return f"/apis/mc.kmc.dev/v1alpha1/locations/{location}/report"
+
+
+def put_report(
+    hub: Kubectl, location: str, body: dict[str, Any], folder: Path, *as_user: str
+) -> subprocess.CompletedProcess[str]:
+    path = folder / "report.json"
+    path.write_text(json.dumps(body))
+    return hub.run(
+        "replace", "--raw", report_path(location), "-f", str(path), *as_user, check=False
+    )
+
+
+def rows(hub: Kubectl, namespace: str) -> dict[str, dict[str, Any]]:
+    sub = ("deployments.mc.kmc.dev", "web", "-n", namespace, "--subresource", "locations")
+    return {row["location"]: row for row in hub.json("get", *sub)["locations"]}
+
+
 def placement(hub: Kubectl, namespace: str) -> dict[str, int]:
     web = hub.json("get", "deployment", "web", "-n", namespace)
     text = (web["metadata"].get("annotations") or {}).get("kmc.dev/placement") or "{}"
@@ -263,11 +289,55 @@ def test_a_pull_location_is_ready_from_its_agents_lease_and_gets_its_work_throug
             return there, f"placement {where}, replicas in {NAME} and {PUSHED}: {there}"
 
         wait_until("split across pull and push", split)
+
+        # Its child's status comes back in the agent's report and is folded like a pushed
+        # child's: the hub Deployment says 4 of 4 ready, and the pull location's row says
+        # what its child holds, synced to the hub's generation.
+        def folded() -> tuple[Any, str | None]:
+            web = hub.json("get", "deployment", "web", "-n", namespace)
+            row = rows(hub, namespace).get(NAME) or {}
+            ready = (web.get("status") or {}).get("readyReplicas")
+            seen = (ready, row.get("ready"), row.get("state"))
+            if (
+                seen == (4, 2, "Synced")
+                and row.get("syncedGeneration") == web["metadata"]["generation"]
+            ):
+                return row, None
+            return seen, f"hub readyReplicas, {NAME} row's ready and state: {seen}, {row}"
+
+        wait_until("the pull location's child folded into the hub's status", folded)
+        waited = hub.run(
+            "wait",
+            "deployment/web",
+            "-n",
+            namespace,
+            "--for=condition=Available",
+            "--timeout=120s",
+        )
+        assert waited.returncode == 0, waited.stderr
+        table = hub.run("get", "deployment", "web", "-n", namespace).stdout
+        assert "4/4" in table, table
         shown = ("get", "deployment", "web", "-n", namespace, "-o", "json")
         child = json.loads(cluster.run(*shown, "--show-managed-fields").stdout)
         assert "kmc.dev/origin-uid" in child["metadata"]["labels"]
         managers = {m["manager"] for m in child["metadata"].get("managedFields") or []}
         assert "kmc-sync" in managers, managers  # the agent applies as the push loop does
+
+        # The agent's identity may report for its own location only: another's is 403.
+        report = {"apiVersion": "mc.kmc.dev/v1alpha1", "kind": "LocationReport"}
+        other = put_report(hub, PUSHED, report, spare.parent, "--as", USER)
+        assert other.returncode != 0 and "Forbidden" in other.stderr, other.stderr
+        assert 'cannot update resource "locations/report"' in other.stderr, other.stderr
+        # Reports are for pull locations; a bad one says what is wrong and changes nothing.
+        pushed_report = put_report(hub, PUSHED, report, spare.parent)
+        assert pushed_report.returncode != 0, pushed_report.stderr
+        assert "reports are for pull locations" in pushed_report.stderr, pushed_report.stderr
+        bad = {**report, "children": [{"kind": "Deployment", "metadata": {}}]}
+        refused = put_report(hub, NAME, bad, spare.parent)
+        assert refused.returncode != 0, refused.stderr
+        for field in ("children[0].apiVersion", "children[0].metadata.name"):
+            assert field in refused.stderr, refused.stderr
+        assert (rows(hub, namespace).get(NAME) or {}).get("ready") == 2
 
         # Punch-through does not reach it, and says so rather than answering empty.
         listed = hub.run("get", "deployments.remote.kmc.dev", "-n", namespace, check=False)
