@@ -3,7 +3,10 @@
 read its own feed and renew its own Lease and nothing else (hand-made RBAC, as the join will
 make). The Location turns Ready from the agent's Lease; a Deployment placed there reaches the
 spare cluster through the agent only (the hub holds no credential for it, so kmc-apiserver
-cannot have dialled it); punch-through says the location is not available; and when the
+cannot have dialled it), and its child's status comes back in the agent's report and is
+folded into the hub's (4/4 ready, the `mc.kmc.dev` row, the Location's `status.objects`),
+the agent's identity may report for its own location only; punch-through says the location
+is not available; and when the
 agent dies the lease lapses, the Location goes not Ready saying so, and the grace period
 later its replicas are evacuated to the push location beside it, as for a pushed child
 that stops answering. Bad `spec.mode`s are refused by the hub with a clear message."""
@@ -162,8 +165,8 @@ def spare(installed: bed.State, kubectl: dict[str, Kubectl], tmp_path: Path) -> 
     try:
         yield agent_identity(hub, tmp_path)
     finally:
-        # Gone before `remove` unjoins: a Pull location has no `status.objects` (its status
-        # fold is next) for `kubectl mc unjoin`'s drain to wait for.
+        # Gone before `remove` unjoins: the agent is stopped by then, so nothing would remove
+        # what `kubectl mc unjoin`'s drain waits for.
         hub.run("delete", "location", NAME, "--ignore-not-found")
         forget_identity(hub)
         run_testbed("remove", NAME)
@@ -306,6 +309,13 @@ def test_a_pull_location_is_ready_from_its_agents_lease_and_gets_its_work_throug
             return seen, f"hub readyReplicas, {NAME} row's ready and state: {seen}, {row}"
 
         wait_until("the pull location's child folded into the hub's status", folded)
+
+        # Its Location counts what it holds of ours, from the same report (`unjoin` waits on it).
+        def counted() -> tuple[Any, str | None]:
+            objects = (hub.json("get", "location", NAME).get("status") or {}).get("objects")
+            return objects, None if objects == 1 else f"status.objects is {objects}"
+
+        wait_until("the pull location's status.objects", counted)
         waited = hub.run(
             "wait",
             "deployment/web",

@@ -95,7 +95,7 @@ def test_reports_say_which_keys_changed_and_whether_a_location_appeared_or_went(
     reports.put("edge", keyed([child(ready=1)], KINDS), frozenset({"shop"}), BY_KEY)
     assert heard[-1] == ("edge", {web}, False)
     seen = reports.get("edge")
-    assert seen is not None and seen.count() == 2 and seen.namespace_has_workloads("shop")
+    assert seen is not None and seen.count() == 1 and seen.namespace_has_workloads("shop")
     assert seen.get(Key(NAMESPACE, "", "shop")) is not None
     reports.drop("edge")
     assert heard[-1] == ("edge", {web, Key(NAMESPACE, "", "shop")}, True)

@@ -40,8 +40,9 @@ class Reported:
         return self.children.get(key)
 
     def count(self) -> int:
-        """How many of our objects the location holds, as `ChildWatch.count` counts them."""
-        return len(self.children) + len(self.namespaces)
+        """How many of our objects the location holds, as `ChildWatch.count` counts them
+        (namespaces not counted)."""
+        return len(self.children)
 
     def namespace_has_workloads(self, namespace: str) -> bool:
         return any(k.namespace == namespace and k.kind in self.workloads for k in self.children)
