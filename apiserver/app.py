@@ -39,6 +39,7 @@ from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import HUB, Kube, guard_trace
 from apiserver.leader import LEADERSHIP, Leadership, identity, user_agent
 from apiserver.locations.fleet import FLEET, Fleet
+from apiserver.locations.reports import Reports
 from apiserver.loops.endpoints import EndpointsLoop
 from apiserver.loops.exports import ExportsLoop
 from apiserver.loops.handoff import Handoff
@@ -50,7 +51,6 @@ from apiserver.loops.placement.loop import PlacementLoop
 from apiserver.loops.placement.loop import Settings as PlacementSettings
 from apiserver.loops.sync.loop import PROGRESS, SyncLoop
 from apiserver.loops.sync.loop import Settings as SyncSettings
-from apiserver.loops.sync.reported import Reports
 from apiserver.mc import handlers as mc
 from apiserver.mc import previews as mc_previews
 from apiserver.mc import resources as mc_resources
@@ -154,12 +154,15 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     # served for users (the views, authorization) use the plain one.
     acting = app[HUB].guarded(leadership.check)
     cache = app[HUB_CACHE] = HubCache(acting)
+    # Pull locations' children and probes, as their agents last reported them.
+    app[REPORTS] = Reports()
     locations = app[LOCATIONS] = LocationLoop(
         acting,
         cache.locations,
         app[FLEET],
         leadership,
         LocationSettings(interval=options.probe_interval, timeout=options.probe_timeout),
+        app[REPORTS],
     )
     # The placement loop's decisions reach the sync loop before the hub has them.
     handoff = Handoff()
@@ -176,7 +179,6 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         ),
         pending=locations.unschedulable,
     )
-    app[REPORTS] = Reports()  # pull locations' children, as their agents last reported them
     sync = SyncLoop(
         cache,
         app[FLEET].get,

@@ -70,7 +70,7 @@ async def run(args: argparse.Namespace) -> None:
     async with aiohttp.ClientSession(connector=connector) as session:
         hub = Kube(session, hub_creds, "hub", agent=agent_name)
         cluster = Kube(session, own, args.location, agent=agent_name)
-        reporter = Reporter(hub, args.location)
+        reporter = Reporter(hub, args.location, cluster=cluster)
         agent = Agent(
             hub,
             Writer(cluster),

@@ -2,7 +2,9 @@
 
 `PUT /apis/mc.kmc.dev/v1alpha1/locations/<name>/report` with a whole `LocationReport`
 (`models/report.py`: per child the slim copy its `ChildWatch` keeps, and the namespaces it
-made), so kmc-apiserver folds a pull location's children as it folds a pushed one's. Sent
+made, and its probe of the cluster: `locations/probe.probe`, as kmc-apiserver probes a pushed
+location), so kmc-apiserver folds a pull location's children as it folds a pushed one's, and
+writes its probe into the Location's status (its room, served kinds, CRD digests). Sent
 once the agent has had a whole feed state and its watches have listed; then whenever a slim
 copy changes, coalesced to one per `least` seconds; at least every `every` seconds (a
 kmc-apiserver that restarted has it back within that); and at once after the feed
@@ -19,7 +21,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from apiserver.contract import MC_GROUP, VERSION
+from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
+from apiserver.locations.probe import Watched, probe
 from apiserver.loops.sync.children import ChildWatch
 from apiserver.models.report import body, slim_child
 from apiserver.objects import Obj
@@ -52,6 +56,46 @@ def report_of(watch: ChildWatch) -> Obj | None:
     return body(children, list(watch.made.cache))
 
 
+class Prober:
+    """The agent's probe of its own cluster: `locations/probe.probe` over watches of its
+    nodes, running pods and CRDs (`Watched`), again when they change (at most once per
+    `least` seconds) and at least every `every` seconds. `fields` is the last answer."""
+
+    def __init__(
+        self,
+        cluster: Kube,
+        changed: Callable[[], None],
+        every: float = 30.0,
+        least: float = 1.0,
+        timeout: float = 10.0,
+    ) -> None:
+        self.cluster = cluster
+        self.changed = changed
+        self.every, self.least, self.timeout = every, least, timeout
+        self.fields: Obj | None = None
+
+    async def run(self) -> None:
+        woken = asyncio.Event()
+        watched = Watched(self.cluster, woken.set)
+        try:
+            while True:
+                woken.clear()
+                try:
+                    fields = await probe(self.cluster, watched, self.timeout)
+                except (ApiError, TimeoutError) as err:  # kept: the last known numbers
+                    log.warning("probing the cluster failed: %s", str(err) or type(err).__name__)
+                else:
+                    if fields != self.fields:
+                        self.fields = fields
+                        self.changed()
+                await asyncio.sleep(self.least)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(max(0.0, self.every - self.least)):
+                        await woken.wait()
+        finally:
+            watched.stop()
+
+
 class Reporter:
     def __init__(
         self,
@@ -60,8 +104,11 @@ class Reporter:
         every: float = 30.0,
         least: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        cluster: Kube | None = None,
     ) -> None:
         self.hub = hub
+        # Its cluster's probe goes with every report, when given the cluster to probe.
+        self.prober = Prober(cluster, self.changed, every, least) if cluster else None
         self.location = location
         self.every = every  # longest between two reports
         self.least = least  # shortest between two reports
@@ -81,6 +128,21 @@ class Reporter:
         self._woken.set()
 
     async def run(self, source: Callable[[], Obj | None]) -> None:
+        if self.prober is None:
+            return await self._send(source)
+        probing = asyncio.create_task(self.prober.run(), name="probe")
+        try:
+            await self._send(source)
+        finally:
+            probing.cancel()
+
+    def _report(self, source: Callable[[], Obj | None]) -> Obj | None:
+        report = source()
+        if report is not None and self.prober is not None and self.prober.fields is not None:
+            report = {**report, "probe": self.prober.fields}
+        return report
+
+    async def _send(self, source: Callable[[], Obj | None]) -> None:
         last_body: Obj | None = None
         last = float("-inf")
         while True:
@@ -92,7 +154,7 @@ class Reporter:
             pause = last + self.least - self.clock()
             if pause > 0:
                 await asyncio.sleep(pause)  # coalesced: what changes meanwhile goes with it
-            report = source()
+            report = self._report(source)
             if report is None:
                 await asyncio.sleep(self.least)  # not listed yet, or no whole feed state yet
                 self._woken.set()

@@ -2,7 +2,7 @@
 
 Its agent sends what it sees of our objects in its cluster, whole each time (a
 `LocationReport`, `models/report.py`); the last one per location is kept in memory
-(`loops/sync/reported.Reports`) and read by the sync loop as it reads a pushed location's
+(`locations/reports.Reports`) and read by the sync loop as it reads a pushed location's
 watches. Authorized by the guard like every request: `update` on `locations/report` in
 `mc.kmc.dev`, named. A Push location's children are watched, never reported: 409.
 See docs/pull.md.
@@ -20,7 +20,7 @@ from apiserver.api.respond import json_response
 from apiserver.contract import MC_GROUP, VERSION
 from apiserver.hubcache import HUB_CACHE
 from apiserver.kinds import Kind
-from apiserver.loops.sync.reported import Reports, keyed
+from apiserver.locations.reports import Reports, keyed
 from apiserver.models.report import KIND, LocationReport
 
 PATH = f"/apis/{MC_GROUP}/{VERSION}/locations/{{name}}/report"
@@ -52,8 +52,9 @@ async def report(request: web.Request) -> web.Response:
     kinds = list(cache.kinds.values())
     by_type: dict[tuple[str, str], Kind] = {(k.api_version, k.kind): k for k in kinds}
     children = keyed([c.model_dump(exclude_none=True) for c in parsed.children], by_type)
+    probe = parsed.probe.model_dump() if parsed.probe is not None else None
     changed = request.app[REPORTS].put(
-        location, children, frozenset(parsed.namespaces), {k.key: k for k in kinds}
+        location, children, frozenset(parsed.namespaces), {k.key: k for k in kinds}, probe
     )
     return json_response(
         {

@@ -3,8 +3,9 @@
 What its agent sees of our objects in its cluster, whole each time: per child the slim copy
 the push loop's `ChildWatch` keeps (identity, generation, the labels and annotations that say
 whose it is and which hub generation it was made from, the spec without its pod template,
-the status), and the namespaces it made. kmc-apiserver keeps the last one per location in
-memory (`loops/sync/reported.py`). See docs/pull.md.
+the status), the namespaces it made, and its probe of its cluster (nodes, room, served kinds,
+CRD digests). kmc-apiserver keeps the last one per location in memory
+(`locations/reports.py`). See docs/pull.md.
 """
 
 from __future__ import annotations
@@ -41,11 +42,27 @@ class Child(_Strict):
     status: dict[str, Any] | None = None
 
 
+class Probe(_Strict):
+    """What its agent's probe learned (`locations/probe.probe`), as a Location's status says
+    it: the hub writes these fields there, as it writes a pushed location's probe."""
+
+    kubernetesVersion: StrictStr = ""
+    nodes: StrictInt = 0
+    readyNodes: StrictInt = 0
+    schedulableNodes: StrictInt = 0
+    capacity: dict[StrictStr, StrictStr] = {}
+    allocatable: dict[StrictStr, StrictStr] = {}
+    requested: dict[StrictStr, StrictStr] = {}
+    resources: list[StrictStr] = []
+    apiDigests: dict[StrictStr, StrictStr] = {}
+
+
 class LocationReport(_Strict):
     apiVersion: Literal["mc.kmc.dev/v1alpha1"]
     kind: Literal["LocationReport"]
     children: list[Child] = []
     namespaces: list[StrictStr] = []  # the namespaces its agent made there (origin label)
+    probe: Probe | None = None  # none until its agent's first probe answered
 
 
 def slim_child(api_version: str, kind: str, obj: Obj) -> Obj:

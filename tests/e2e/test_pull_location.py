@@ -316,6 +316,18 @@ def test_a_pull_location_is_ready_from_its_agents_lease_and_gets_its_work_throug
             return objects, None if objects == 1 else f"status.objects is {objects}"
 
         wait_until("the pull location's status.objects", counted)
+
+        # Its agent's probe came in the same report: its nodes, room and served kinds are in
+        # its Location's status, as a pushed location's probe writes them.
+        def probed() -> tuple[Any, str | None]:
+            status = hub.json("get", "location", NAME).get("status") or {}
+            seen = {k: status.get(k) for k in ("kubernetesVersion", "readyNodes", "allocatable")}
+            served = "apps/v1/Deployment" in (status.get("resources") or [])
+            if seen["kubernetesVersion"] and seen["readyNodes"] and seen["allocatable"] and served:
+                return status, None
+            return seen, f"the probe in {NAME}'s status: {seen}, serves Deployments: {served}"
+
+        wait_until("the agent's probe in the Location's status", probed)
         waited = hub.run(
             "wait",
             "deployment/web",

@@ -19,8 +19,8 @@ from apiserver.hubcache import HubCache
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT, NAMESPACE, Key
 from apiserver.kube.client import Credentials, Kube
 from apiserver.leader import Leadership
+from apiserver.locations.reports import Reports, changed_keys, keyed
 from apiserver.loops.sync.loop import SyncLoop, reported_applied
-from apiserver.loops.sync.reported import Reports, changed_keys, keyed
 from apiserver.models.report import LocationReport, body, slim_child
 from apiserver.objects import Obj
 from apiserver.sync.report import WAITING
@@ -74,10 +74,19 @@ def test_a_report_is_what_the_child_watch_keeps_slimmed_to_what_the_hub_reads() 
 def test_a_bad_report_names_each_field_that_is_wrong() -> None:
     bad = body([{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": 3}}], [])
     bad["kind"] = "Report"
+    bad["probe"] = {"nodes": "three", "resources": ["v1/Pod"]}
     with pytest.raises(pydantic.ValidationError) as caught:
         LocationReport.model_validate(bad)
     fields = {_field(d["loc"]) for d in caught.value.errors()}
-    assert fields == {"kind", "children[0].metadata.name"}
+    assert fields == {"kind", "children[0].metadata.name", "probe.nodes"}
+
+
+def test_a_report_may_carry_the_agents_probe_as_a_locations_status_says_it() -> None:
+    probed = {"kubernetesVersion": "v1.33.0", "nodes": 2, "readyNodes": 2, "schedulableNodes": 1}
+    report = LocationReport.model_validate({**body([], []), "probe": probed})
+    assert report.probe is not None
+    dumped = report.probe.model_dump()
+    assert {k: dumped[k] for k in probed} == probed and dumped["resources"] == []
 
 
 # -- the hub's memory of it ------------------------------------------------------------------

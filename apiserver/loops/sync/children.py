@@ -16,7 +16,7 @@ from apiserver.contract import ORIGIN
 from apiserver.kinds import NAMESPACE, Key, Kind, Role
 from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
-from apiserver.loops.sync.reported import Reported, Reports
+from apiserver.locations.reports import Reported, Reports
 from apiserver.objects import Obj
 
 # Kinds whose child stays in a location while its namespace runs workloads there.

@@ -40,6 +40,7 @@ from apiserver.kinds import NAMESPACE, Key, Kind, Role
 from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube
 from apiserver.leader import Leadership
+from apiserver.locations.reports import Reports
 from apiserver.loops import hubwrites
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.sync.apply import Applier
@@ -49,7 +50,6 @@ from apiserver.loops.sync.cleanup import Cleaner
 from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.overridestatus import Tally, Writer
 from apiserver.loops.sync.records import Records
-from apiserver.loops.sync.reported import Reports
 from apiserver.models.location import PULL
 from apiserver.models.override_index import read as read_override
 from apiserver.objects import Obj, ReadOnly

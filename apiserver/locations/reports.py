@@ -27,12 +27,14 @@ class Reported:
         namespaces: frozenset[str],
         workloads: frozenset[str],
         received: float,
+        probe: Obj | None = None,
     ) -> None:
         self.location = location
         self.children = dict(children)
         self.namespaces = namespaces  # the namespaces its agent made
         self.workloads = workloads  # the kinds (keys) that run pods
         self.received = received  # when (monotonic clock)
+        self.probe = probe  # its agent's probe: Location status fields, if it sent one
 
     def get(self, key: Key) -> Obj | None:
         if key.kind == NAMESPACE:
@@ -93,10 +95,11 @@ class Reports:
         children: Mapping[Key, Obj],
         namespaces: frozenset[str],
         kinds: Mapping[str, Kind],
+        probe: Obj | None = None,
     ) -> set[Key]:
         """Keep a location's new report; the keys whose child it changed."""
         workloads = frozenset(k for k, kind in kinds.items() if kind.role is Role.WORKLOAD)
-        new = Reported(location, children, namespaces, workloads, self.clock())
+        new = Reported(location, children, namespaces, workloads, self.clock(), probe)
         old = self.reports.get(location)
         self.reports[location] = new
         keys = changed_keys(old, new)
