@@ -10,7 +10,7 @@ location's client alone.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from apiserver.contract import ORIGIN
 from apiserver.kinds import NAMESPACE, Key, Kind, Role
@@ -204,8 +204,10 @@ class Children:
         """What the location holds of ours, to read: its watches, or its agent's report."""
         return self.watches.get(location) or self.reports.get(location)
 
-    def views(self) -> dict[str, ChildWatch | Reported]:
+    def views(self) -> Mapping[str, ChildWatch | Reported]:
         """Every location's view: watched ones, and pull ones whose agent reported."""
+        if not self.reports.reports:
+            return self.watches  # no pull location reported: no copy on this hot path
         found: dict[str, ChildWatch | Reported] = dict(self.reports.reports)
         found.update(self.watches)
         return found
