@@ -6,16 +6,21 @@ once after a reconnect)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, cast
 
 import aiohttp
 import pydantic
 import pytest
+from aiohttp import web
+from pytest_aiohttp import AiohttpClient
 
 from apiserver.agent.report import Reporter, report_path
+from apiserver.api.errors import status_errors
 from apiserver.contract import HUB_GENERATION, ORIGIN, PLACEMENT
-from apiserver.feed.report import _field
-from apiserver.hubcache import HubCache
+from apiserver.feed import report as feed_report
+from apiserver.feed.report import REPORTS, _field
+from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT, NAMESPACE, Key
 from apiserver.kube.client import Credentials, Kube
 from apiserver.leader import Leadership
@@ -24,6 +29,8 @@ from apiserver.loops.sync.loop import SyncLoop, reported_applied
 from apiserver.models.report import LocationReport, body, slim_child
 from apiserver.objects import Obj
 from apiserver.sync.report import WAITING
+
+from .test_feed_work import hub_cache
 
 KINDS = {(k.api_version, k.kind): k for k in (DEPLOYMENT, CONFIGMAP)}
 BY_KEY = {k.key: k for k in (DEPLOYMENT, CONFIGMAP)}
@@ -214,3 +221,41 @@ async def test_the_agent_reports_when_ready_then_on_change_coalesced_and_every_s
         await wait_for(lambda: len(hub.bodies) == sent + 2, 0.4)
     finally:
         task.cancel()
+
+
+# -- the endpoint ------------------------------------------------------------------------------
+
+
+async def test_the_endpoint_keeps_a_pull_locations_report_and_refuses_bad_ones(
+    aiohttp_client: AiohttpClient,
+) -> None:
+    cache = hub_cache()  # every informer synced; Locations east and west, pushed
+    cache.locations.cache["edge"] = location("edge", "Pull")
+    app = web.Application(middlewares=[status_errors])  # as make_app has it
+    app[HUB_CACHE] = cache
+    app[REPORTS] = Reports()
+    feed_report.add_routes(app)
+    client = await aiohttp_client(app)
+
+    async def put(location: str, data: Any) -> tuple[int, Obj]:
+        raw = data if isinstance(data, bytes) else json.dumps(data).encode()
+        answer = await client.put(report_path(location), data=raw)
+        return answer.status, await answer.json()
+
+    code, said = await put("edge", body([child()], ["shop"]))
+    assert code == 200 and said["accepted"] == {"children": 1, "changed": 2}
+    kept = app[REPORTS].get("edge")
+    assert kept is not None and kept.get(Key("Deployment", "shop", "web")) == child()
+
+    code, said = await put("east", body([], []))
+    assert code == 409 and "reports are for pull locations" in said["message"], said
+    code, said = await put("nowhere", body([], []))
+    assert code == 404, said
+    code, said = await put("edge", b"{not json")
+    assert code == 400 and said["message"].startswith("the report is not JSON"), said
+    bad = {**body([], []), "children": [{"kind": "Deployment", "metadata": {}}]}
+    code, said = await put("edge", bad)
+    assert code == 422 and said["reason"] == "Invalid", said
+    fields = {cause["field"] for cause in said["details"]["causes"]}
+    assert fields == {"children[0].apiVersion", "children[0].metadata.name"}, said
+    assert app[REPORTS].get("edge") is kept  # a bad report changes nothing
