@@ -361,6 +361,28 @@ def test_a_pull_location_is_ready_from_its_agents_lease_and_gets_its_work_throug
             assert field in refused.stderr, refused.stderr
         assert (rows(hub, namespace).get(NAME) or {}).get("ready") == 2
 
+        # Reports are kept in memory only: a new kmc-apiserver knows nothing of the pull
+        # location's children until the agent's next report, which its feed reconnecting
+        # brings at once; then the row is back as it was, read from that report.
+        run_testbed("stop", bed.KMC)
+        run_testbed("start", bed.KMC)
+        said: set[str] = set()
+
+        def back() -> tuple[Any, str | None]:
+            sub = ("deployments.mc.kmc.dev", "web", "-n", namespace, "--subresource")
+            got = hub.run("get", *sub, "locations", "-o", "json", check=False)
+            if got.returncode != 0:
+                return None, f"no answer yet: {got.stderr.strip()}"
+            row = {r["location"]: r for r in json.loads(got.stdout)["locations"]}.get(NAME, {})
+            said.add(str(row.get("message")))
+            if (row.get("state"), row.get("ready")) == ("Synced", 2):
+                return row, None
+            return row, f"{NAME}'s row after the restart: {row}"
+
+        wait_until("the pull location's row from the agent's next report", back)
+        assert not any("unreachable" in message for message in said), said
+        assert hub.json("get", "deployment", "web", "-n", namespace)["status"]["readyReplicas"] == 4
+
         # Punch-through does not reach it, and says so rather than answering empty.
         listed = hub.run("get", "deployments.remote.kmc.dev", "-n", namespace, check=False)
         assert listed.returncode == 0, listed.stderr
