@@ -31,12 +31,15 @@ from apiserver.api.authz import AUTHORIZER, Authorizer
 from apiserver.api.errors import status_errors
 from apiserver.api.guard import guard
 from apiserver.feed import handlers as feed
+from apiserver.feed import report as feed_report
+from apiserver.feed.report import REPORTS
 from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import HUB, Kube, guard_trace
 from apiserver.leader import LEADERSHIP, Leadership, identity, user_agent
 from apiserver.locations.fleet import FLEET, Fleet
+from apiserver.locations.reports import Reports
 from apiserver.loops.endpoints import EndpointsLoop
 from apiserver.loops.exports import ExportsLoop
 from apiserver.loops.handoff import Handoff
@@ -85,6 +88,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     mc_previews.add_routes(app)
     mc.add_routes(app)
     feed.add_routes(app)
+    feed_report.add_routes(app)
     remote.add_routes(app)
     remote_streams.add_routes(app)
     admission.add_routes(app)
@@ -150,12 +154,15 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     # served for users (the views, authorization) use the plain one.
     acting = app[HUB].guarded(leadership.check)
     cache = app[HUB_CACHE] = HubCache(acting)
+    # Pull locations' children and probes, as their agents last reported them.
+    app[REPORTS] = Reports()
     locations = app[LOCATIONS] = LocationLoop(
         acting,
         cache.locations,
         app[FLEET],
         leadership,
         LocationSettings(interval=options.probe_interval, timeout=options.probe_timeout),
+        app[REPORTS],
     )
     # The placement loop's decisions reach the sync loop before the hub has them.
     handoff = Handoff()
@@ -173,7 +180,12 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         pending=locations.unschedulable,
     )
     sync = SyncLoop(
-        cache, app[FLEET].get, leadership, handoff, SyncSettings(workers=options.workers)
+        cache,
+        app[FLEET].get,
+        leadership,
+        handoff,
+        SyncSettings(workers=options.workers),
+        app[REPORTS],
     )
     imports = ImportLoop(acting, cache, locations.crds, leadership)
     endpoints = EndpointsLoop(cache, app[FLEET].get, leadership, grace=options.grace_period)

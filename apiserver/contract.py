@@ -153,3 +153,6 @@ def now() -> str:
 MC_GROUP = "mc.kmc.dev"  # placement views of hub workloads
 REMOTE_GROUP = "remote.kmc.dev"  # punch-through reads of the children's objects
 VERSION = "v1alpha1"
+# On a pull location's child (set by the work feed): the hub generation it was made from, so
+# its agent's report says which hub generation the child reflects (docs/pull.md).
+HUB_GENERATION = f"{MC_GROUP}/generation"

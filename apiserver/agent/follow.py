@@ -22,6 +22,7 @@ from typing import Protocol
 
 from apiserver.agent.apply import Writer
 from apiserver.agent.drift import after_change, version_of
+from apiserver.agent.report import Reporter, report_of
 from apiserver.agent.state import Apply, Desired, Step
 from apiserver.contract import MC_GROUP, VERSION
 from apiserver.kinds import NAMESPACE, PLACED, Key
@@ -62,9 +63,11 @@ class Agent:
         backoff: Backoff | None = None,
         cluster: Kube | None = None,
         silence: float = 75.0,
+        reporter: Reporter | None = None,
     ) -> None:
         self.hub = hub
         self.cluster = cluster  # watched for drift and orphans, when given
+        self.reporter = reporter  # what the watches see, up to the hub, when given
         self.writer = writer
         self.location = location
         self.retry = retry
@@ -87,6 +90,9 @@ class Agent:
             for kind in PLACED.values():
                 self.watch.ensure(kind)
             tasks.append(asyncio.create_task(self._put_back(), name="drift"))
+            if self.reporter is not None:
+                task = asyncio.create_task(self.reporter.run(self.report), name="report")
+                tasks.append(task)
         try:
             while True:
                 await self.follow_once()
@@ -99,6 +105,8 @@ class Agent:
     async def follow_once(self) -> bool:
         """One watch of the feed, until it ends (True) or breaks (False, after a backoff)."""
         self.desired.connected()
+        if self.reporter is not None:
+            self.reporter.connected()
         events = aiter(
             self.hub.watch(work_path(self.location), "", timeout_seconds=self.watch_seconds)
         )
@@ -117,6 +125,8 @@ class Agent:
                 if self.desired.wholes != self._wholes:
                     self._wholes = self.desired.wholes
                     self._look_at_everything()  # orphans, now that we know what is wanted
+                    if self.reporter is not None:
+                        self.reporter.changed()
         except Exception as err:  # the hub unreachable, a 403, a cut-off stream: wait, again
             delay = self.backoff.next()
             why = str(err) or type(err).__name__
@@ -157,6 +167,14 @@ class Agent:
     def _changed(self, key: Key) -> None:
         self.changed.add(key)
         self._woken.set()
+        if self.reporter is not None:
+            self.reporter.changed()
+
+    def report(self) -> Obj | None:
+        """The whole report of our objects in the cluster, once a whole feed state came."""
+        if self.watch is None or not self.desired.wholes:
+            return None
+        return report_of(self.watch)
 
     def _look_at_everything(self) -> None:
         watch = self.watch

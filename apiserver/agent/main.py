@@ -20,6 +20,7 @@ import aiohttp
 from apiserver.agent.apply import Writer
 from apiserver.agent.follow import Agent
 from apiserver.agent.heartbeat import Heartbeat
+from apiserver.agent.report import Reporter
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import Kube
 
@@ -69,7 +70,15 @@ async def run(args: argparse.Namespace) -> None:
     async with aiohttp.ClientSession(connector=connector) as session:
         hub = Kube(session, hub_creds, "hub", agent=agent_name)
         cluster = Kube(session, own, args.location, agent=agent_name)
-        agent = Agent(hub, Writer(cluster), args.location, retry=args.retry, cluster=cluster)
+        reporter = Reporter(hub, args.location, cluster=cluster)
+        agent = Agent(
+            hub,
+            Writer(cluster),
+            args.location,
+            retry=args.retry,
+            cluster=cluster,
+            reporter=reporter,
+        )
         heartbeat = Heartbeat(hub, args.location, args.lease_duration)
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(heartbeat.run(), name="heartbeat")

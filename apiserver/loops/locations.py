@@ -31,6 +31,7 @@ from apiserver.locations import lease
 from apiserver.locations.fleet import CredentialsError, Fleet
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.locations.probe import Watched, probe
+from apiserver.locations.reports import Reports
 from apiserver.models import location as model
 from apiserver.objects import Obj
 from apiserver.signals import Signal
@@ -58,8 +59,10 @@ class LocationLoop:
         fleet: Fleet,
         leadership: Leadership,
         settings: Settings = Settings(),
+        reports: Reports | None = None,
     ) -> None:
         self.hub = hub
+        self.reports = reports  # pull locations' agents' reports, with their probes
         self.leadership = leadership
         self.fleet = fleet
         self.settings = settings
@@ -128,7 +131,7 @@ class LocationLoop:
                 if location.pulled:
                     # Its prober restarts when the mode changes: nothing of a pushed past.
                     self.fleet.forget(name)
-                    fields, healthy = await self._lease(location)
+                    fields, healthy = await self._pulled(location)
                     last_written = await self._write(name, location, fields, last_written)
                     if healthy:
                         backoff.reset()
@@ -186,6 +189,16 @@ class LocationLoop:
                 await self.hub.merge_patch(f"{model.PATH}/{name}/status", {"status": status})
                 return (comparable, now)
         return last_written
+
+    async def _pulled(self, location: model.Location) -> tuple[Obj, bool]:
+        """A pull location's status: Ready from its agent's Lease, and the rest from its
+        agent's last probe (in its report), the same fields a pushed location's probe writes;
+        the last known ones while no report came since we started."""
+        fields, healthy = await self._lease(location)
+        reported = self.reports.get(location.name) if self.reports is not None else None
+        if "_ready" in fields and reported is not None and reported.probe:
+            fields = {**reported.probe, **fields}
+        return fields, healthy
 
     async def _lease(self, location: model.Location) -> tuple[Obj, bool]:
         """A pull location's Ready, from its agent's Lease on the hub; (fields, healthy). A

@@ -207,7 +207,9 @@ _LOCATION_STATE: dict[str, Any] = {
             "the child is being scaled to its new share, new copies elsewhere first. "
             "Evacuating: the location has left the placement or is no longer eligible; its "
             "replicas move elsewhere before its child is removed. Unreachable: the child "
-            "cluster does not answer; the last known numbers are shown. Incompatible: the "
+            "cluster does not answer; the last known numbers are shown. Waiting: a pull "
+            "location whose agent has not reported to kmc-apiserver since it started (`waiting "
+            "for its agent`). Incompatible: the "
             "child cluster cannot run the object as written (its API, or a field it sets, is "
             "not served there).",
             "Pending",
@@ -215,6 +217,7 @@ _LOCATION_STATE: dict[str, Any] = {
             "Moving",
             "Evacuating",
             "Unreachable",
+            "Waiting",
             "Incompatible",
         ),
         "message": _str(

@@ -14,6 +14,9 @@ from typing import TypedDict
 from apiserver.objects import ReadOnly
 from apiserver.placement.engine import INCOMPATIBLE, Verdict
 
+# A Ready pull location whose agent has not reported to this kmc-apiserver yet.
+WAITING = "waiting for its agent"
+
 
 class LocationState(TypedDict):
     location: str
@@ -21,7 +24,7 @@ class LocationState(TypedDict):
     ready: int | None
     available: int | None
     syncedGeneration: int | None
-    state: str  # Pending, Synced, Moving, Evacuating, Unreachable, Incompatible
+    state: str  # Pending, Synced, Moving, Evacuating, Unreachable, Waiting, Incompatible
     message: str
 
 
@@ -92,6 +95,8 @@ def _state(
     stale: str | None,
     verdict: Verdict | None,
 ) -> tuple[str, str]:
+    if stale == WAITING:
+        return "Waiting", stale
     if stale is not None:
         return "Unreachable", stale
     if verdict is not None and verdict.code in INCOMPATIBLE:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from apiserver.contract import Placement, read_placement
+from apiserver.contract import HUB_GENERATION, Placement, read_placement
 from apiserver.objects import Obj, ReadOnly
 from apiserver.overrides.apply import OverrideError
 from apiserver.overrides.rules import RuleError
@@ -69,7 +69,8 @@ def entry_for(
     """What `location` holds of one hub object: None when it holds nothing of it (not placed
     there, or the hub object is being deleted), else the child the push loop applies there,
     made by the same `inputs`; `held` (an autoscaler sizes it there): without
-    `spec.replicas`."""
+    `spec.replicas`. It carries the hub generation it was made from (`HUB_GENERATION`), so
+    the agent's report of it says which hub generation the location reflects."""
     meta = hub.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return None
@@ -82,6 +83,10 @@ def entry_for(
         return Kept(f"overrides do not apply in {location}: {err}")
     if held:
         spec_of(child).pop("replicas", None)
+    child_meta = child.setdefault("metadata", {})
+    annotations = {**(child_meta.get("annotations") or {})}
+    annotations[HUB_GENERATION] = str(meta.get("generation", 0))
+    child_meta["annotations"] = annotations
     return child
 
 

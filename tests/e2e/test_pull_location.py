@@ -3,7 +3,10 @@
 read its own feed and renew its own Lease and nothing else (hand-made RBAC, as the join will
 make). The Location turns Ready from the agent's Lease; a Deployment placed there reaches the
 spare cluster through the agent only (the hub holds no credential for it, so kmc-apiserver
-cannot have dialled it); punch-through says the location is not available; and when the
+cannot have dialled it), and its child's status comes back in the agent's report and is
+folded into the hub's (4/4 ready, the `mc.kmc.dev` row, the Location's `status.objects`),
+the agent's identity may report for its own location only; punch-through says the location
+is not available; and when the
 agent dies the lease lapses, the Location goes not Ready saying so, and the grace period
 later its replicas are evacuated to the push location beside it, as for a pushed child
 that stops answering. Bad `spec.mode`s are refused by the hub with a clear message."""
@@ -30,6 +33,7 @@ NAME = "pull-edge"  # the spare cluster, and its Location
 PUSHED = "us-east"  # the push location beside it
 LEASE_SECONDS = 12  # the agent's --lease-duration: short, so the test sees it lapse
 ACCOUNT = f"kmc-agent-{NAME}"  # the agent's hub identity (a ServiceAccount, for the test)
+USER = f"system:serviceaccount:kmc-system:{ACCOUNT}"
 
 
 def ready(hub: Kubectl) -> dict[str, Any]:
@@ -74,7 +78,13 @@ def agent_identity(hub: Kubectl, folder: Path) -> Path:
                     "resources": ["locations/work"],
                     "resourceNames": [NAME],
                     "verbs": ["get"],
-                }
+                },
+                {
+                    "apiGroups": ["mc.kmc.dev"],
+                    "resources": ["locations/report"],
+                    "resourceNames": [NAME],
+                    "verbs": ["update"],
+                },
             ],
         }
     )
@@ -155,8 +165,8 @@ def spare(installed: bed.State, kubectl: dict[str, Kubectl], tmp_path: Path) -> 
     try:
         yield agent_identity(hub, tmp_path)
     finally:
-        # Gone before `remove` unjoins: a Pull location has no `status.objects` (its status
-        # fold is next) for `kubectl mc unjoin`'s drain to wait for.
+        # Gone before `remove` unjoins: the agent is stopped by then, so nothing would remove
+        # what `kubectl mc unjoin`'s drain waits for.
         hub.run("delete", "location", NAME, "--ignore-not-found")
         forget_identity(hub)
         run_testbed("remove", NAME)
@@ -184,6 +194,25 @@ def start_agent(hub_kubeconfig: Path) -> subprocess.Popen[bytes]:
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+
+
+def report_path(location: str) -> str:
+    return f"/apis/mc.kmc.dev/v1alpha1/locations/{location}/report"
+
+
+def put_report(
+    hub: Kubectl, location: str, body: dict[str, Any], folder: Path, *as_user: str
+) -> subprocess.CompletedProcess[str]:
+    path = folder / "report.json"
+    path.write_text(json.dumps(body))
+    return hub.run(
+        "replace", "--raw", report_path(location), "-f", str(path), *as_user, check=False
+    )
+
+
+def rows(hub: Kubectl, namespace: str) -> dict[str, dict[str, Any]]:
+    sub = ("deployments.mc.kmc.dev", "web", "-n", namespace, "--subresource", "locations")
+    return {row["location"]: row for row in hub.json("get", *sub)["locations"]}
 
 
 def placement(hub: Kubectl, namespace: str) -> dict[str, int]:
@@ -263,11 +292,96 @@ def test_a_pull_location_is_ready_from_its_agents_lease_and_gets_its_work_throug
             return there, f"placement {where}, replicas in {NAME} and {PUSHED}: {there}"
 
         wait_until("split across pull and push", split)
+
+        # Its child's status comes back in the agent's report and is folded like a pushed
+        # child's: the hub Deployment says 4 of 4 ready, and the pull location's row says
+        # what its child holds, synced to the hub's generation.
+        def folded() -> tuple[Any, str | None]:
+            web = hub.json("get", "deployment", "web", "-n", namespace)
+            row = rows(hub, namespace).get(NAME) or {}
+            ready = (web.get("status") or {}).get("readyReplicas")
+            seen = (ready, row.get("ready"), row.get("state"))
+            if (
+                seen == (4, 2, "Synced")
+                and row.get("syncedGeneration") == web["metadata"]["generation"]
+            ):
+                return row, None
+            return seen, f"hub readyReplicas, {NAME} row's ready and state: {seen}, {row}"
+
+        wait_until("the pull location's child folded into the hub's status", folded)
+
+        # Its Location counts what it holds of ours, from the same report (`unjoin` waits on it).
+        def counted() -> tuple[Any, str | None]:
+            objects = (hub.json("get", "location", NAME).get("status") or {}).get("objects")
+            return objects, None if objects == 1 else f"status.objects is {objects}"
+
+        wait_until("the pull location's status.objects", counted)
+
+        # Its agent's probe came in the same report: its nodes, room and served kinds are in
+        # its Location's status, as a pushed location's probe writes them.
+        def probed() -> tuple[Any, str | None]:
+            status = hub.json("get", "location", NAME).get("status") or {}
+            seen = {k: status.get(k) for k in ("kubernetesVersion", "readyNodes", "allocatable")}
+            served = "apps/v1/Deployment" in (status.get("resources") or [])
+            if seen["kubernetesVersion"] and seen["readyNodes"] and seen["allocatable"] and served:
+                return status, None
+            return seen, f"the probe in {NAME}'s status: {seen}, serves Deployments: {served}"
+
+        wait_until("the agent's probe in the Location's status", probed)
+        waited = hub.run(
+            "wait",
+            "deployment/web",
+            "-n",
+            namespace,
+            "--for=condition=Available",
+            "--timeout=120s",
+        )
+        assert waited.returncode == 0, waited.stderr
+        table = hub.run("get", "deployment", "web", "-n", namespace).stdout
+        assert "4/4" in table, table
         shown = ("get", "deployment", "web", "-n", namespace, "-o", "json")
         child = json.loads(cluster.run(*shown, "--show-managed-fields").stdout)
         assert "kmc.dev/origin-uid" in child["metadata"]["labels"]
         managers = {m["manager"] for m in child["metadata"].get("managedFields") or []}
         assert "kmc-sync" in managers, managers  # the agent applies as the push loop does
+
+        # The agent's identity may report for its own location only: another's is 403.
+        report = {"apiVersion": "mc.kmc.dev/v1alpha1", "kind": "LocationReport"}
+        other = put_report(hub, PUSHED, report, spare.parent, "--as", USER)
+        assert other.returncode != 0 and "Forbidden" in other.stderr, other.stderr
+        assert 'cannot update resource "locations/report"' in other.stderr, other.stderr
+        # Reports are for pull locations; a bad one says what is wrong and changes nothing.
+        pushed_report = put_report(hub, PUSHED, report, spare.parent)
+        assert pushed_report.returncode != 0, pushed_report.stderr
+        assert "reports are for pull locations" in pushed_report.stderr, pushed_report.stderr
+        bad = {**report, "children": [{"kind": "Deployment", "metadata": {}}]}
+        refused = put_report(hub, NAME, bad, spare.parent)
+        assert refused.returncode != 0, refused.stderr
+        for field in ("children[0].apiVersion", "children[0].metadata.name"):
+            assert field in refused.stderr, refused.stderr
+        assert (rows(hub, namespace).get(NAME) or {}).get("ready") == 2
+
+        # Reports are kept in memory only: a new kmc-apiserver knows nothing of the pull
+        # location's children until the agent's next report, which its feed reconnecting
+        # brings at once; then the row is back as it was, read from that report.
+        run_testbed("stop", bed.KMC)
+        run_testbed("start", bed.KMC)
+        said: set[str] = set()
+
+        def back() -> tuple[Any, str | None]:
+            sub = ("deployments.mc.kmc.dev", "web", "-n", namespace, "--subresource")
+            got = hub.run("get", *sub, "locations", "-o", "json", check=False)
+            if got.returncode != 0:
+                return None, f"no answer yet: {got.stderr.strip()}"
+            row = {r["location"]: r for r in json.loads(got.stdout)["locations"]}.get(NAME, {})
+            said.add(str(row.get("message")))
+            if (row.get("state"), row.get("ready")) == ("Synced", 2):
+                return row, None
+            return row, f"{NAME}'s row after the restart: {row}"
+
+        wait_until("the pull location's row from the agent's next report", back)
+        assert not any("unreachable" in message for message in said), said
+        assert hub.json("get", "deployment", "web", "-n", namespace)["status"]["readyReplicas"] == 4
 
         # Punch-through does not reach it, and says so rather than answering empty.
         listed = hub.run("get", "deployments.remote.kmc.dev", "-n", namespace, check=False)

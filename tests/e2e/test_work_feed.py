@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+from apiserver.contract import HUB_GENERATION
 from kmc_testbed import bed, config
 
 from .conftest import CHILDREN, VENV_BIN, Kubectl
@@ -61,6 +62,18 @@ def feed(hub: Kubectl, location: str, namespace: str) -> dict[tuple[str, str], A
         if o["metadata"].get("namespace") == namespace
         or (o["kind"] == "Namespace" and o["metadata"]["name"] == namespace)
     }
+
+
+def as_pushed(obj: dict[str, Any]) -> dict[str, Any]:
+    """A feed object as the push loop applies it: without the hub generation it was made
+    from (`mc.kmc.dev/generation`), which only a pull location's child carries, for its
+    agent's report."""
+    meta = dict(obj["metadata"])
+    notes = {k: v for k, v in (meta.get("annotations") or {}).items() if k != HUB_GENERATION}
+    meta.pop("annotations", None)
+    if notes:
+        meta["annotations"] = notes
+    return {**obj, "metadata": meta}
 
 
 def held(child: Kubectl, namespace: str) -> dict[tuple[str, str], Any]:
@@ -132,7 +145,7 @@ def mismatch(kubectl: dict[str, Kubectl], location: str, namespace: str) -> str 
     if set(there) != set(fed):
         return f"the child holds {sorted(there)}, the feed {sorted(fed)}"
     for key, obj in fed.items():
-        why = within(obj, there[key])
+        why = within(as_pushed(obj), there[key])
         if why:
             return f"{key}: {why}"
     return None
@@ -162,10 +175,12 @@ def test_the_feed_holds_what_each_push_location_got(
         env = web["spec"]["template"]["spec"]["containers"][0]["env"]
         assert {"name": "SITE", "value": location} in env  # the location's overrides applied
         assert "status" not in web and OVERRIDES not in web["metadata"].get("annotations", {})
+        generation = hub.json("get", "deployment", "web", "-n", namespace)["metadata"]["generation"]
+        assert web["metadata"]["annotations"][HUB_GENERATION] == str(generation)
         child = kubectl[location]
         for key in (("Deployment", "web"), ("ConfigMap", "conf"), ("Service", "web")):
             live = child.json("get", key[0].lower(), key[1], "-n", namespace)
-            again = applied_again(child, fed[key])
+            again = applied_again(child, as_pushed(fed[key]))
             # Applied again by the sync loop's manager, nothing moves: the same object.
             assert plain(again) == plain(live), f"{location} {key}: applying the feed changes it"
     shares = sum(

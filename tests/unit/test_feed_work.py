@@ -12,7 +12,7 @@ from aiohttp import web
 from pytest_aiohttp import AiohttpClient
 
 from apiserver.api.errors import status_errors
-from apiserver.contract import ORIGIN, PLACEMENT
+from apiserver.contract import HUB_GENERATION, ORIGIN, PLACEMENT
 from apiserver.feed import handlers
 from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE, HubCache
@@ -91,6 +91,8 @@ def test_a_locations_work_is_what_the_push_loop_applies_there_and_nothing_else()
     assert [o["kind"] for o in east] == ["Namespace", "Deployment"]
     labels = {"region": "us"}
     want = location_child(hub, DEPLOYMENT, "east", {"east": 3, "west": 2}, labels)
+    # What the push loop applies, and the hub generation it was made from (for the report).
+    want["metadata"]["annotations"] = {HUB_GENERATION: "0"}
     assert east[1] == want
     assert east[0]["metadata"]["labels"] == {ORIGIN: "u-shop"}
     west = [o["kind"] for o in feeds.work("west").values() if isinstance(o, dict)]

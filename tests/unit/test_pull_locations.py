@@ -22,6 +22,7 @@ from apiserver.kube.informer import Informer
 from apiserver.leader import Leadership
 from apiserver.locations import lease
 from apiserver.locations.fleet import CredentialsError, Fleet
+from apiserver.locations.reports import Reports
 from apiserver.loops import hubwrites
 from apiserver.loops.locations import LocationLoop
 from apiserver.loops.placement.deciding import _served
@@ -173,6 +174,28 @@ async def test_the_location_loop_reads_a_pull_locations_lease_and_never_dials_it
     assert fields == {} and not healthy
     assert await loop._write("edge", pulled, fields, None) is None
     assert loop.fleet.names() == []
+
+
+async def test_a_pull_locations_status_carries_its_agents_probe_from_its_report() -> None:
+    hub = FakeHub()
+    reports = Reports()
+    informer = SimpleNamespace(subscribe=lambda _: None)
+    fleet = Fleet(cast(Kube, hub), cast(Any, None))
+    loop = LocationLoop(
+        cast(Kube, hub), cast(Informer, informer), fleet, Leadership.solo(), reports=reports
+    )
+    pulled = Location.model_validate(location("edge", "Pull"))
+    await Heartbeat(hub, "edge", 40).renew()
+    fields, _ = await loop._pulled(pulled)
+    assert set(fields) == {"_ready"}  # no report yet: only Ready
+    probed = {"kubernetesVersion": "v1.33.0", "nodes": 1, "readyNodes": 1, "resources": ["v1/Pod"]}
+    reports.put("edge", {}, frozenset(), {}, probed)
+    fields, healthy = await loop._pulled(pulled)
+    assert healthy and fields["_ready"][:2] == ("True", lease.RENEWED)
+    assert {k: fields[k] for k in probed} == probed
+    # The hub not answering for the lease: nothing learned, nothing written.
+    hub.fail = ApiError.of(503, "ServiceUnavailable", "busy")
+    assert await loop._pulled(pulled) == ({}, False)
 
 
 # -- placement and punch-through -------------------------------------------------------------------

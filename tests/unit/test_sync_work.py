@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apiserver.contract import ORIGIN, OVERRIDES, PLACEMENT
+from apiserver.contract import HUB_GENERATION, ORIGIN, OVERRIDES, PLACEMENT
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT
 from apiserver.models.child_inputs import ChildInputs
 from apiserver.objects import Obj
@@ -59,8 +59,12 @@ def deployment(placement: dict[str, int] | None, **annotations: str) -> dict[str
 
 def test_an_object_placed_there_is_the_child_the_push_loop_applies() -> None:
     hub = deployment({"east": 3, "west": 2})
+    hub["metadata"]["generation"] = 4
     got = entry_for(hub, DEPLOYMENT, "east", ChildInputs(lambda _: {"region": "us"}))
-    assert got == location_child(hub, DEPLOYMENT, "east", {"east": 3, "west": 2}, {"region": "us"})
+    want = location_child(hub, DEPLOYMENT, "east", {"east": 3, "west": 2}, {"region": "us"})
+    # ... and the hub generation it was made from, which the agent's report carries back.
+    want["metadata"]["annotations"] = {HUB_GENERATION: "4"}
+    assert got == want
     assert isinstance(got, dict)
     assert got["spec"]["replicas"] == 3
     assert got["metadata"]["labels"] == {ORIGIN: "u-web"}
@@ -178,7 +182,12 @@ def test_a_dependency_goes_as_written_with_the_origin_label() -> None:
     assert got == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": "conf", "namespace": "shop", "labels": {ORIGIN: "u-conf"}},
+        "metadata": {
+            "name": "conf",
+            "namespace": "shop",
+            "labels": {ORIGIN: "u-conf"},
+            "annotations": {HUB_GENERATION: "0"},
+        },
         "data": {"a": "b"},
     }
 

@@ -10,12 +10,13 @@ location's client alone.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from apiserver.contract import ORIGIN
 from apiserver.kinds import NAMESPACE, Key, Kind, Role
 from apiserver.kube.client import Kube
 from apiserver.kube.informer import Informer
+from apiserver.locations.reports import Reported, Reports
 from apiserver.objects import Obj
 
 # Kinds whose child stays in a location while its namespace runs workloads there.
@@ -127,8 +128,12 @@ class Children:
         clients: Callable[[str], Kube | None],
         watched: Iterable[Kind],
         on_change: Callable[[Key], None],
+        reports: Reports | None = None,
     ) -> None:
         self.clients = clients
+        # Pull locations' children, as their agents report them: read like the watches.
+        self.reports = reports if reports is not None else Reports()
+        self.reports.subscribe(self._reported)
         self.watched = tuple(watched)  # kinds watched from the start in every location
         self.on_change = on_change
         self.watches: dict[str, ChildWatch] = {}
@@ -140,6 +145,12 @@ class Children:
     def _changed(self, key: Key) -> None:
         self.versions[key] = self.versions.get(key, 0) + 1
         self.on_change(key)
+
+    def _reported(self, _: str, keys: set[Key], first_or_last: bool) -> None:
+        if first_or_last:
+            self.epoch += 1  # a location's children appear or go as a whole
+        for key in keys:
+            self._changed(key)
 
     def changes(self, key: Key) -> tuple[int, int]:
         """What has changed of an object's children, as two counters: equal counters, the
@@ -186,14 +197,28 @@ class Children:
         return True
 
     def get(self, location: str) -> ChildWatch | None:
+        """The location's watches, to write through: none for a pull location."""
         return self.watches.get(location)
 
+    def view(self, location: str) -> ChildWatch | Reported | None:
+        """What the location holds of ours, to read: its watches, or its agent's report."""
+        return self.watches.get(location) or self.reports.get(location)
+
+    def views(self) -> Mapping[str, ChildWatch | Reported]:
+        """Every location's view: watched ones, and pull ones whose agent reported."""
+        if not self.reports.reports:
+            return self.watches  # no pull location reported: no copy on this hot path
+        found: dict[str, ChildWatch | Reported] = dict(self.reports.reports)
+        found.update(self.watches)
+        return found
+
     def of(self, key: Key, uid: str) -> dict[str, Obj]:
-        """The children of one hub object, by location (same name, our origin label)."""
+        """The children of one hub object, by location (same name, our origin label), watched
+        or reported."""
         return {
             loc: child
-            for loc, watch in self.watches.items()
-            if (child := watch.get(key)) is not None
+            for loc, view in self.views().items()
+            if (child := view.get(key)) is not None
             and (child["metadata"].get("labels") or {}).get(ORIGIN) == uid
         }
 

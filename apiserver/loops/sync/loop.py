@@ -27,12 +27,20 @@ from typing import Any
 
 from aiohttp import web
 
-from apiserver.contract import CLEANUP, SYNC_MANAGER, Placement, only_status_changed, read_placement
+from apiserver.contract import (
+    CLEANUP,
+    HUB_GENERATION,
+    SYNC_MANAGER,
+    Placement,
+    only_status_changed,
+    read_placement,
+)
 from apiserver.hubcache import HubCache
 from apiserver.kinds import NAMESPACE, Key, Kind, Role
 from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube
 from apiserver.leader import Leadership
+from apiserver.locations.reports import Reports
 from apiserver.loops import hubwrites
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.sync.apply import Applier
@@ -42,11 +50,12 @@ from apiserver.loops.sync.cleanup import Cleaner
 from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.overridestatus import Tally, Writer
 from apiserver.loops.sync.records import Records
+from apiserver.models.location import PULL
 from apiserver.models.override_index import read as read_override
 from apiserver.objects import Obj, ReadOnly
 from apiserver.placement.engine import Verdict
 from apiserver.sync.handover import Child, plan
-from apiserver.sync.report import LocationState, location_states
+from apiserver.sync.report import WAITING, LocationState, location_states
 from apiserver.workqueue import WorkQueue
 
 
@@ -77,6 +86,7 @@ class SyncLoop:
         leadership: Leadership,
         handoff: Handoff | None = None,
         settings: Settings = Settings(),
+        reports: Reports | None = None,
     ) -> None:
         self.hub: Kube = cache.hub
         self.cache = cache
@@ -86,7 +96,10 @@ class SyncLoop:
         self.queue: WorkQueue[Key] = WorkQueue("sync", lane=lambda k: k.lane)
         self.records = Records()
         watched = [k for k in cache.kinds.values() if k.role in (Role.WORKLOAD, Role.DEPENDENCY)]
-        self.children = Children(clients, watched, self.queue.add)
+        self.children = Children(clients, watched, self.queue.add, reports)
+        # A pull location's first report (or its last, forgotten): every row placed there
+        # stops (or starts) waiting for its agent.
+        self.children.reports.subscribe(self._on_report)
         recorder = events.Recorder(cache.hub, SYNC_MANAGER)
         self.bounded = Bounded(leadership, self.queue.add, settings.patience, settings.per_location)
         self.tally = Tally()
@@ -184,6 +197,8 @@ class SyncLoop:
         reconcile reads of the location changed: its watches, whether it is Ready, or its
         labels (overrides select locations by them and read them into values)."""
         name = location["metadata"]["name"]
+        if event == "DELETED" or (location.get("spec") or {}).get("mode") != PULL:
+            self.children.reports.drop(name)  # only a pull location's agent reports
         if event == "DELETED":
             changed = self.children.drop(name)
             ready = None
@@ -224,6 +239,10 @@ class SyncLoop:
             for key in self.cache.list_keys(namespace=ns["metadata"]["name"]):
                 self.queue.add(key)
 
+    def _on_report(self, _: str, __: set[Key], first_or_last: bool) -> None:
+        if first_or_last:
+            self._enqueue_all()
+
     def _enqueue_all(self) -> None:
         for key in self.cache.list_keys():
             self.queue.add(key)
@@ -240,7 +259,7 @@ class SyncLoop:
         while True:
             await asyncio.sleep(self.settings.count_interval)
             await self.leadership.leading.wait()
-            for name, watch in list(self.children.watches.items()):
+            for name, watch in list(self.children.views().items()):
                 count = watch.count()
                 location = self.cache.locations.get(name)
                 if count is None or location is None:
@@ -281,6 +300,7 @@ class SyncLoop:
         if CLEANUP in (hub["metadata"].get("finalizers") or []):
             self.children.watch_kind(kind)  # placed once: its children are ours to find
         children = self.children.of(key, hub["metadata"]["uid"])
+        self._note_reported(key, children)
         if hub["metadata"].get("deletionTimestamp"):
             if self.handoff is not None:
                 self.handoff.forget(key)
@@ -325,6 +345,18 @@ class SyncLoop:
         if failed:
             # The others are done; these come back after the queue's backoff.
             raise ApiError.of(503, "ServiceUnavailable", f"applying to {', '.join(failed)} failed")
+
+    def _note_reported(self, key: Key, children: dict[str, Obj]) -> None:
+        """What a pull location's child reflects, as the push loop records what it applied:
+        the hub generation it was made from (the feed's `HUB_GENERATION`) and the child
+        generation that produced, so the fold's observedGeneration and the rows read both
+        modes the same way."""
+        for location, child in children.items():
+            if location in self.children.watches:
+                continue
+            applied = reported_applied(child)
+            if applied is not None:
+                self.records.of(key).applied_in(location, *applied)
 
     def _forget(self, key: Key) -> None:
         """The hub object is gone: whatever we remember of it goes too."""
@@ -415,7 +447,8 @@ class SyncLoop:
             leaving = {
                 loc
                 for loc in leaving
-                if not self.children.watches[loc].namespace_has_workloads(namespace)
+                if (view := self.children.view(loc)) is None
+                or not view.namespace_has_workloads(namespace)
             }
         return dict(placement), leaving, ()
 
@@ -437,6 +470,17 @@ def held_by_scalers(cache: HubCache, key: Key, kind: Kind, placement: Placement)
             if target is not None and target.name == key.name and kind.named_by(target):
                 return frozenset(loc for loc, n in placement.items() if n is None or n)
     return frozenset()
+
+
+def reported_applied(child: Obj) -> tuple[int, int] | None:
+    """(hub generation, child generation) of a reported child: which hub generation it was
+    made from, by the annotation the work feed puts on it."""
+    meta = child.get("metadata") or {}
+    made_from = (meta.get("annotations") or {}).get(HUB_GENERATION)
+    generation = meta.get("generation")
+    if not isinstance(made_from, str) or not made_from.isdigit() or not isinstance(generation, int):
+        return None
+    return int(made_from), generation
 
 
 def count_due(location: Obj, fresh: Obj, written: float | None, now: float, quiet: float) -> bool:
@@ -466,13 +510,18 @@ class Progress:
         self.records = records
 
     def stale(self) -> dict[str, str]:
-        """Locations whose numbers are last known ones: not Ready, or not connected yet."""
+        """Locations whose numbers are last known ones: not Ready, or not connected yet; a
+        Ready pull location whose agent has not reported since we started is waiting."""
         stale = {}
         for location in self.cache.locations.items():
             name = location["metadata"]["name"]
             conditions = (location.get("status") or {}).get("conditions") or []
             ready = next((c for c in conditions if c["type"] == "Ready"), None)
-            if ready is None or ready["status"] != "True" or name not in self.children.watches:
+            up = ready is not None and ready["status"] == "True"
+            if up and name not in self.children.watches and self.cache.pulled(name):
+                if self.children.reports.get(name) is None:
+                    stale[name] = WAITING
+            elif not up or name not in self.children.watches:
                 since = ready.get("lastTransitionTime", "?") if ready else "?"
                 stale[name] = f"unreachable since {since}, showing its last known status"
         return stale

@@ -353,6 +353,7 @@ def test_kubectl_explain_deployments_mc_status_locations() -> None:
         "Moving",
         "Evacuating",
         "Unreachable",
+        "Waiting",
         "Incompatible",
     ]
 

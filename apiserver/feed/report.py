@@ -1,0 +1,90 @@
+"""`PUT /apis/mc.kmc.dev/v1alpha1/locations/<name>/report`: a pull location's status report.
+
+Its agent sends what it sees of our objects in its cluster, whole each time (a
+`LocationReport`, `models/report.py`); the last one per location is kept in memory
+(`locations/reports.Reports`) and read by the sync loop as it reads a pushed location's
+watches. Authorized by the guard like every request: `update` on `locations/report` in
+`mc.kmc.dev`, named. A Push location's children are watched, never reported: 409.
+See docs/pull.md.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from apiserver.api import errors
+from apiserver.api.respond import json_response
+from apiserver.contract import MC_GROUP, VERSION
+from apiserver.hubcache import HUB_CACHE
+from apiserver.kinds import Kind
+from apiserver.locations.reports import Reports, keyed
+from apiserver.models.report import KIND, LocationReport
+
+PATH = f"/apis/{MC_GROUP}/{VERSION}/locations/{{name}}/report"
+MAX_BYTES = 64 * 1024 * 1024  # a few thousand slim children take a few MiB
+REPORTS = web.AppKey("reports", Reports)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_put(PATH, report)
+
+
+async def report(request: web.Request) -> web.Response:
+    cache = request.app[HUB_CACHE]
+    location = request.match_info["name"]
+    body = await _body(request)
+    try:
+        parsed = LocationReport.model_validate(body)
+    except ValidationError as err:
+        causes = [(_field(d["loc"]), d["msg"]) for d in err.errors(include_url=False)]
+        raise errors.invalid(KIND, MC_GROUP, location, causes) from None
+    await cache.wait_synced()
+    if cache.locations.get(location) is None:
+        raise errors.not_found("locations", MC_GROUP, location)
+    if not cache.pulled(location):
+        raise errors.conflict(
+            f"location {location} is a push location: reports are for pull locations "
+            "(spec.mode: Pull); kmc-apiserver watches a push location's children itself"
+        )
+    kinds = list(cache.kinds.values())
+    by_type: dict[tuple[str, str], Kind] = {(k.api_version, k.kind): k for k in kinds}
+    children = keyed([c.model_dump(exclude_none=True) for c in parsed.children], by_type)
+    probe = parsed.probe.model_dump() if parsed.probe is not None else None
+    changed = request.app[REPORTS].put(
+        location, children, frozenset(parsed.namespaces), {k.key: k for k in kinds}, probe
+    )
+    return json_response(
+        {
+            "apiVersion": f"{MC_GROUP}/{VERSION}",
+            "kind": KIND,
+            "metadata": {"name": location},
+            "accepted": {"children": len(children), "changed": len(changed)},
+        }
+    )
+
+
+async def _body(request: web.Request) -> object:
+    chunks, size = [], 0
+    while chunk := await request.content.read(1 << 20):
+        size += len(chunk)
+        if size > MAX_BYTES:
+            raise errors.bad_request(f"the report is larger than {MAX_BYTES} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw:
+        raise errors.bad_request("a report needs a body: a LocationReport")
+    try:
+        return json.loads(raw)
+    except ValueError as err:
+        raise errors.bad_request(f"the report is not JSON: {err}") from None
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    """`children[0].metadata.name`, as Kubernetes names a field."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "<body>"
