@@ -12,3 +12,5 @@ from typing import Any
 
 Obj = dict[str, Any]
 ReadOnly = Mapping[str, Any]  # an object we read and never change (cached, or as a child is seen)
+
+NAMESPACE = "Namespace"  # the kind every namespaced object needs first, in any layer

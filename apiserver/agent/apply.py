@@ -44,7 +44,7 @@ _KINDS: dict[tuple[str, str], Kind] = {(k.api_version, k.kind): k for k in ALL}
 def path_of(key: WorkKey) -> str:
     """The object's path in the cluster, for the kinds of the kinds table; ApiError 400 for
     another kind (`Writer.path` asks the cluster's discovery for those)."""
-    if key.api_version == "v1" and key.kind == "Namespace":
+    if key.is_namespace:
         return f"{NAMESPACES}/{key.name}"
     kind = _KINDS.get((key.api_version, key.kind))
     if kind is None:
@@ -68,7 +68,7 @@ class Writer:
 
     async def path(self, key: WorkKey) -> str:
         """The object's path: from the kinds table, or the cluster's discovery."""
-        if (key.api_version, key.kind) in _KINDS or key.kind == "Namespace":
+        if (key.api_version, key.kind) in _KINDS or key.is_namespace:
             return path_of(key)
         found = self.discovered.get((key.api_version, key.kind))
         if found is None:
@@ -106,7 +106,7 @@ class Writer:
         """Apply one object (None: a Namespace that is not ours, left as it is)."""
         key = WorkKey.of(obj)
         path = await self.path(key)
-        if key.kind == "Namespace" and key.api_version == "v1":
+        if key.is_namespace:
             return await self._namespace(path, obj)
         return await self.cluster.apply(path, obj, SYNC_MANAGER)
 

@@ -46,7 +46,7 @@ from apiserver.kinds.core import ENDPOINTSLICE, EVENT, POD, REMOTE, SERVICE
 from apiserver.kinds.gateway import HTTPROUTE
 from apiserver.kinds.ingress import INGRESS
 from apiserver.kinds.job import JOB
-from apiserver.kinds.kind import NAMESPACE, Change, Key, Kind, Remote, Role, Target, View
+from apiserver.kinds.kind import Change, Key, Kind, Remote, Role, Target, View
 from apiserver.kinds.namespaced import (
     LIMITRANGE,
     NETWORKPOLICY,
@@ -56,7 +56,7 @@ from apiserver.kinds.namespaced import (
 )
 from apiserver.kinds.policy import PODDISRUPTIONBUDGET
 from apiserver.kinds.workloads import DAEMONSET, DEPLOYMENT, REPLICASET, STATEFULSET
-from apiserver.objects import ReadOnly
+from apiserver.objects import NAMESPACE, ReadOnly
 
 OURS = "kmc.dev"  # the API group of kubectl-mc's own kinds, and its sub-groups
 

@@ -297,6 +297,3 @@ class Target(NamedTuple):
             if kind.role in (Role.WORKLOAD, Role.ASKED) and kind.named_by(self):
                 return Key(kind.key, namespace, self.name)
         return None
-
-
-NAMESPACE = "Namespace"  # Key(NAMESPACE, "", name): a namespace, for the loops that follow them

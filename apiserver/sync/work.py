@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from apiserver.contract import HUB_GENERATION, Placement, read_placement
-from apiserver.objects import Obj, ReadOnly
+from apiserver.objects import NAMESPACE, Obj, ReadOnly
 from apiserver.overrides.apply import OverrideError
 from apiserver.overrides.rules import RuleError
 from apiserver.sync.desired import ChildKind, child_namespace, spec_of
@@ -41,6 +41,10 @@ class WorkKey(NamedTuple):
             str(meta.get("namespace") or ""),
             str(meta.get("name", "")),
         )
+
+    @property
+    def is_namespace(self) -> bool:
+        return self.api_version == "v1" and self.kind == NAMESPACE
 
     def __str__(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""
@@ -148,7 +152,7 @@ def ordered(keys: Iterable[WorkKey]) -> list[WorkKey]:
     name within each: what an object needs (its namespace) comes before it."""
 
     def rank(key: WorkKey) -> tuple[int, str, str, str, str]:
-        group = 0 if key.kind == "Namespace" and key.api_version == "v1" else 2
+        group = 0 if key.is_namespace else 2
         if group and not key.namespace:
             group = 1
         return (group, key.kind, key.api_version, key.namespace, key.name)
