@@ -102,6 +102,10 @@ class ImportLoop:
     async def _wake(self, *_: Any) -> None:
         self._woken.set()
 
+    def wake(self, *_: Any) -> None:
+        """Something it reads changed outside the hub cache (a pull location's CRDs)."""
+        self._woken.set()
+
     async def run(self) -> None:
         watch = asyncio.create_task(self.imports.run(), name="hub apiimports")
         try:
