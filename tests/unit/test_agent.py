@@ -359,3 +359,52 @@ async def test_the_agent_puts_back_what_changed_in_its_cluster() -> None:
     finally:
         edge.watch.stop()
         await asyncio.sleep(0)
+
+
+async def test_an_imported_kind_is_watched_from_its_first_write_and_put_back_when_edited() -> None:
+    """A kind the kinds table does not place (an imported CRD's) gets an entry as the hub
+    makes one from its CRD, and a watch, once the agent has written one of its objects: an
+    edit in the cluster is then put back, and one the feed no longer has goes."""
+    session = cast(aiohttp.ClientSession, None)
+    kube = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    widgets = {"resources": [{"name": "widgets", "kind": "Widget", "namespaced": True}]}
+    cluster = FakeCluster({"/apis/example.org/v1": widgets})
+    edge = Agent(FakeHub([]), Writer(cluster), "edge", cluster=kube)
+    edge.watch = ChildWatch("edge", kube, edge._changed)
+    widget: Obj = {
+        "apiVersion": "example.org/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "shop", "labels": {ORIGIN: "u-w"}},
+        "spec": {"size": 3},
+    }
+    try:
+        key = Key("Widget.example.org", "shop", "w")
+        assert edge.step_for(key) is None  # not watched, not known
+        edge.desired.connected()
+        edge.desired.take(added(widget))
+        edge.desired.take(end())
+        await edge.do(Apply(widget))
+        kind = edge.watch.kinds["Widget.example.org"]
+        assert (kind.api_version, kind.plural, kind.namespaced, kind.crd) == (
+            "example.org/v1",
+            "widgets",
+            True,
+            True,
+        )
+        assert "Widget.example.org" in edge.watch.informers  # watched from now on
+        cache = edge.watch.informers["Widget.example.org"].cache
+        written = edge.written[WorkKey.of(widget)]
+        cache["shop/w"] = live(widget, rv=written.removeprefix("rv"))
+        assert edge.step_for(key) is None  # as we left it
+        edited = live({**widget, "spec": {"size": 7}}, generation=2)
+        cache["shop/w"] = edited
+        assert edge.step_for(key) == Apply(widget)  # put back
+        edge.desired.take({"type": "DELETED", "object": widget})
+        cluster.objects["/apis/example.org/v1/namespaces/shop/widgets/w"] = edited
+        gone = edge.step_for(key)
+        assert isinstance(gone, Delete)  # the feed no longer has it: an orphan
+        await edge.do(gone)
+        assert "/apis/example.org/v1/namespaces/shop/widgets/w" not in cluster.objects
+    finally:
+        edge.watch.stop()
+        await asyncio.sleep(0)
