@@ -165,7 +165,7 @@ class Agent:
         if self.watch is None or key.kind == "Namespace":
             return
         kind = self.writer.kind_of(key)
-        if kind is not None and kind.key not in self.watch.kinds:
+        if kind is not None and kind.role is not None and kind.key not in self.watch.kinds:
             log.info("watching %s in %s for drift: an imported kind", kind.key, self.location)
             self.watch.ensure(kind)
 

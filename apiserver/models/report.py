@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from apiserver.contract import HUB_GENERATION, MC_GROUP, ORIGIN, VERSION
+from apiserver.contract import API_APPROVED, HUB_GENERATION, MC_GROUP, ORIGIN, VERSION
 from apiserver.objects import Obj
 
 API_VERSION = f"{MC_GROUP}/{VERSION}"
@@ -135,6 +135,7 @@ class CRDMeta(_Strict):
     uid: StrictStr = Field(min_length=1)
     resourceVersion: StrictStr = Field(min_length=1)
     generation: StrictInt | None = None
+    annotations: dict[StrictStr, StrictStr] = {}
 
 
 class CRD(_Strict):
@@ -154,10 +155,14 @@ class LocationCRDs(_Strict):
 
 def slim_crd(crd: Obj) -> Obj:
     """What the agent sends of one of its cluster's CRDs: what API import reads (its spec)
-    and what the import loop knows it by (uid, resourceVersion). Not its status, managed
-    fields or annotations (a `kubectl apply`'d CRD carries its whole self again in one)."""
+    and what the import loop knows it by (uid, resourceVersion), and its API review approval
+    (the hub CRD of a `*.k8s.io` group needs it). Not its status, managed fields or other
+    annotations (a `kubectl apply`'d CRD carries its whole self again in one)."""
     meta = crd.get("metadata") or {}
     slim_meta = {k: meta[k] for k in ("name", "uid", "resourceVersion", "generation") if k in meta}
+    approval = (meta.get("annotations") or {}).get(API_APPROVED)
+    if approval:
+        slim_meta["annotations"] = {API_APPROVED: approval}
     return {
         "apiVersion": CRD_API_VERSION,
         "kind": "CustomResourceDefinition",

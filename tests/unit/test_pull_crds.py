@@ -46,7 +46,10 @@ def crd(plural: str = "widgets", maximum: int = 10, rv: str = "1") -> Obj:
             "uid": f"uid-{plural}",
             "resourceVersion": rv,
             "generation": 1,
-            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+            "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": "{...}",
+                "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api",
+            },
             "managedFields": [{"manager": "kubectl"}],
         },
         "spec": {
@@ -262,7 +265,10 @@ async def test_the_agent_sends_the_crds_it_is_asked_for_and_only_then() -> None:
         names = [c["metadata"]["name"] for c in crds_sent[0]["items"]]
         assert names == ["gadgets.example.org", "widgets.example.org"]
         assert "status" not in crds_sent[0]["items"][0]  # slimmed: spec and identity
-        assert "annotations" not in crds_sent[0]["items"][0]["metadata"]
+        # Of its annotations only the API review approval (a `*.k8s.io` hub CRD needs it).
+        assert crds_sent[0]["items"][0]["metadata"]["annotations"] == {
+            "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api"
+        }
         assert hub.store.crds("edge") is not None
         # Reports go on (at least every `every`), and the CRDs are not sent with them.
         reports_before = reporter.sent
