@@ -55,6 +55,20 @@ def path_of(key: WorkKey) -> str:
     return kind.path(key.namespace or None, key.name)
 
 
+def imported_kind(api_version: str, kind: str, plural: str, namespaced: bool) -> Kind:
+    """The entry of an imported CRD's kind, as the hub makes it (`kinds.of_crd`)."""
+    group = api_version.rpartition("/")[0]
+    return Kind(
+        f"{kind}.{group}" if group else kind,
+        kind,
+        api_version,
+        plural,
+        role=Role.ASKED,
+        namespaced=namespaced,
+        crd=True,
+    )
+
+
 def _prefix(api_version: str) -> str:
     return "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
 
@@ -89,17 +103,12 @@ class Writer:
         found = self.discovered.get((key.api_version, key.kind))
         if found is None:
             return None
-        plural, namespaced = found
-        group = key.api_version.rpartition("/")[0]
-        return Kind(
-            f"{key.kind}.{group}" if group else key.kind,
-            key.kind,
-            key.api_version,
-            plural,
-            role=Role.ASKED,
-            namespaced=namespaced,
-            crd=True,
-        )
+        return imported_kind(key.api_version, key.kind, *found)
+
+    def learn(self, api_version: str, kind: str, plural: str, namespaced: bool) -> Kind:
+        """An imported kind as the feed names it: its plural needs no discovery then."""
+        self.discovered[(api_version, kind)] = (plural, namespaced)
+        return imported_kind(api_version, kind, plural, namespaced)
 
     async def _discover(self, key: WorkKey) -> tuple[str, bool]:
         try:

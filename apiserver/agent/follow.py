@@ -126,6 +126,7 @@ class Agent:
                     await self.do(step)
                 if self.desired.wholes != self._wholes:
                     self._wholes = self.desired.wholes
+                    self._watch_imported()
                     self._look_at_everything()  # orphans, now that we know what is wanted
                     if self.reporter is not None:
                         self.reporter.changed()
@@ -157,6 +158,24 @@ class Agent:
                 self._watch_kind(key)
             else:
                 self.written.pop(key, None)
+
+    def _watch_imported(self) -> None:
+        """Watch the imported kinds the feed's whole state names (those the hub places),
+        which this cluster serves as its probe last saw (all, without a probe), so an
+        orphan of one is found even when no object of it is left to write."""
+        if self.watch is None:
+            return
+        prober = self.reporter.prober if self.reporter is not None else None
+        served = set((prober.fields or {}).get("resources") or []) if prober else None
+        for ref in self.desired.kinds:
+            if served and f"{ref['apiVersion']}/{ref['kind']}" not in served:
+                continue
+            kind = self.writer.learn(
+                ref["apiVersion"], ref["kind"], ref["plural"], ref["namespaced"]
+            )
+            if kind.key not in self.watch.kinds:
+                log.info("watching %s in %s: an imported kind", kind.key, self.location)
+                self.watch.ensure(kind)
 
     def _watch_kind(self, key: WorkKey) -> None:
         """Watch the kind of an object just written, if it is one the kinds table does not

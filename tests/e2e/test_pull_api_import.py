@@ -142,17 +142,21 @@ def test_a_pull_locations_crd_is_imported_and_its_custom_objects_kept_by_its_age
             "spec": {"size": 3, "color": "green"},
         }
         hub.apply(with_strategy(copy.deepcopy(widget), {"type": "Replicate"}), namespace)
-        wait_placement(
-            hub, resource, "gadget", namespace, lambda p: set(p) == {NAME, PUSHED}, TIMEOUT
-        )
+        left = copy.deepcopy(widget)
+        left["metadata"]["name"] = "left"
+        hub.apply(with_strategy(left, {"type": "Replicate"}), namespace)
+        for placed in ("gadget", "left"):
+            wait_placement(
+                hub, resource, placed, namespace, lambda p: set(p) == {NAME, PUSHED}, TIMEOUT
+            )
 
-        def size_there(want: int | None) -> Any:
+        def size_there(want: int | None, widget: str = "gadget") -> Any:
             def check() -> tuple[Any, str | None]:
                 got = cluster.run(
-                    "get", resource, "gadget", "-n", namespace, "-o", "json", check=False
+                    "get", resource, widget, "-n", namespace, "-o", "json", check=False
                 )
                 size = json.loads(got.stdout)["spec"]["size"] if got.returncode == 0 else None
-                return size, None if size == want else f"size in {NAME} is {size}, not {want}"
+                return size, None if size == want else f"{widget} in {NAME}: {size}, not {want}"
 
             return check
 
@@ -194,6 +198,15 @@ def test_a_pull_locations_crd_is_imported_and_its_custom_objects_kept_by_its_age
         # The hub object goes: so does the pull location's copy.
         hub.run("delete", resource, "gadget", "-n", namespace)
         wait_until("the widget gone from the pull location", size_there(None), TIMEOUT)
+
+        # One removed on the hub while the agent is away: an orphan there, which the agent
+        # restarted finds (the feed names the imported kind; it wrote none of it yet) and
+        # removes, as the push loop removes its children's orphans.
+        wait_until("the other widget in the pull location", size_there(3, "left"), TIMEOUT)
+        stop(agent)
+        hub.run("delete", resource, "left", "-n", namespace)
+        agent = start_agent(spare)
+        wait_until("the orphan gone from the pull location", size_there(None, "left"), TIMEOUT)
 
         # The CRD removed in the pull location: seen by the hub, its verdict Missing, while
         # the pushed location still serves the kind (the hub CRD stays).
