@@ -30,15 +30,17 @@ from apiserver.api.authn import (
 from apiserver.api.authz import AUTHORIZER, Authorizer
 from apiserver.api.errors import status_errors
 from apiserver.api.guard import guard
+from apiserver.feed import crds as feed_crds
 from apiserver.feed import handlers as feed
 from apiserver.feed import report as feed_report
-from apiserver.feed.report import REPORTS
+from apiserver.feed.report import PULLED_CRDS, REPORTS
 from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import HUB, Kube, guard_trace
 from apiserver.leader import LEADERSHIP, Leadership, identity, user_agent
 from apiserver.locations.fleet import FLEET, Fleet
+from apiserver.locations.pulledcrds import PulledCRDs
 from apiserver.locations.reports import Reports
 from apiserver.loops.endpoints import EndpointsLoop
 from apiserver.loops.exports import ExportsLoop
@@ -89,6 +91,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     mc.add_routes(app)
     feed.add_routes(app)
     feed_report.add_routes(app)
+    feed_crds.add_routes(app)
     remote.add_routes(app)
     remote_streams.add_routes(app)
     admission.add_routes(app)
@@ -156,6 +159,8 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     cache = app[HUB_CACHE] = HubCache(acting)
     # Pull locations' children and probes, as their agents last reported them.
     app[REPORTS] = Reports()
+    # Pull locations' CRDs, for API import, asked of their agents when their probes change.
+    app[PULLED_CRDS] = PulledCRDs(app[REPORTS])
     locations = app[LOCATIONS] = LocationLoop(
         acting,
         cache.locations,
@@ -163,6 +168,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         leadership,
         LocationSettings(interval=options.probe_interval, timeout=options.probe_timeout),
         app[REPORTS],
+        app[PULLED_CRDS].crds,
     )
     # The placement loop's decisions reach the sync loop before the hub has them.
     handoff = Handoff()
@@ -188,6 +194,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         app[REPORTS],
     )
     imports = ImportLoop(acting, cache, locations.crds, leadership)
+    app[PULLED_CRDS].changed.connect(imports.wake)
     endpoints = EndpointsLoop(cache, app[FLEET].get, leadership, grace=options.grace_period)
     # Exported Services (MCS API): each location gets the other locations' endpoints, read
     # from the hub slices the endpoints loop keeps.

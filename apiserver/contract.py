@@ -31,6 +31,8 @@ SERVICE_ACCOUNT = "kmc.dev/service-account"  # on a Location's Secret: a token w
 EXCLUDE = "kmc.dev/exclude"  # on a Namespace, "true": its objects stay on the hub
 ORIGIN = "kmc.dev/origin-uid"  # on child objects: the uid of the hub object they came from
 IMPORTED = "kmc.dev/imported"  # on hub CRDs made from an API import (never the user's)
+# Kubernetes refuses a CRD of a `*.k8s.io` or `*.kubernetes.io` group without this annotation.
+API_APPROVED = "api-approved.kubernetes.io"
 # EndpointSlices we write: the children's endpoints mirrored on the hub (one per child slice,
 # also labelled with the Service and the location), and in each location the other locations'
 # endpoints of an exported Service (the Multi-Cluster Services API's labels).

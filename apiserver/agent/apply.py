@@ -7,7 +7,8 @@ as the push loop leaves it. Nothing is deleted that does not wear our origin lab
 same-named object someone else made stays). A kind is found in the kinds table by its
 apiVersion and kind; one the table does not know (an imported CRD's kind) in the cluster's
 own discovery of that group version, remembered once found (a kind it does not serve is an
-error, and the step is tried again: its CRD may be on its way).
+error, and the step is tried again: its CRD may be on its way); `kind_of` then makes an
+entry for it, as the hub makes one from its CRD, which the agent watches for drift.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Protocol
 
 from apiserver.agent.state import Apply, Delete, Step
 from apiserver.contract import ORIGIN, SYNC_MANAGER
-from apiserver.kinds import ALL, Kind
+from apiserver.kinds import ALL, Kind, Role
 from apiserver.kube.client import ApiError
 from apiserver.objects import Obj
 from apiserver.sync.work import WorkKey
@@ -54,6 +55,20 @@ def path_of(key: WorkKey) -> str:
     return kind.path(key.namespace or None, key.name)
 
 
+def imported_kind(api_version: str, kind: str, plural: str, namespaced: bool) -> Kind:
+    """The entry of an imported CRD's kind, as the hub makes it (`kinds.of_crd`)."""
+    group = api_version.rpartition("/")[0]
+    return Kind(
+        f"{kind}.{group}" if group else kind,
+        kind,
+        api_version,
+        plural,
+        role=Role.ASKED,
+        namespaced=namespaced,
+        crd=True,
+    )
+
+
 def _prefix(api_version: str) -> str:
     return "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
 
@@ -76,6 +91,24 @@ class Writer:
         plural, namespaced = found
         where = f"/namespaces/{key.namespace}" if namespaced and key.namespace else ""
         return f"{_prefix(key.api_version)}{where}/{plural}/{key.name}"
+
+    def kind_of(self, key: WorkKey) -> Kind | None:
+        """The kinds-table entry of the object's kind, or for a kind found by discovery (an
+        imported CRD's) one made as the hub makes it from the CRD (`kinds.of_crd`: key
+        `Kind.group`, placed when asked), so the agent can watch it for drift and orphans
+        (`ChildWatch.ensure`). None for a Namespace, or a kind not yet discovered."""
+        known = _KINDS.get((key.api_version, key.kind))
+        if known is not None or key.kind == "Namespace":
+            return known
+        found = self.discovered.get((key.api_version, key.kind))
+        if found is None:
+            return None
+        return imported_kind(key.api_version, key.kind, *found)
+
+    def learn(self, api_version: str, kind: str, plural: str, namespaced: bool) -> Kind:
+        """An imported kind as the feed names it: its plural needs no discovery then."""
+        self.discovered[(api_version, kind)] = (plural, namespaced)
+        return imported_kind(api_version, kind, plural, namespaced)
 
     async def _discover(self, key: WorkKey) -> tuple[str, bool]:
         try:

@@ -9,7 +9,9 @@ writes go one at a time, so an old step never lands after a newer one for the sa
 Given its cluster's client to watch, it also watches our objects there (the push loop's
 `ChildWatch`, by origin label, every kind the kinds table places) and puts back what was
 edited or deleted by hand, and deletes ours that the feed no longer has once a whole state
-arrived (`drift.after_change`): what was unplaced while the agent was away goes too.
+arrived (`drift.after_change`): what was unplaced while the agent was away goes too. A kind
+the kinds table does not place (an imported CRD's) is watched from the first write of one
+of its objects (`Writer.kind_of`).
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ class Agent:
                     await self.do(step)
                 if self.desired.wholes != self._wholes:
                     self._wholes = self.desired.wholes
+                    self._watch_imported()
                     self._look_at_everything()  # orphans, now that we know what is wanted
                     if self.reporter is not None:
                         self.reporter.changed()
@@ -152,8 +155,38 @@ class Agent:
             self.failing.pop(key, None)  # only the latest step of an object is ever run
             if answer is not None and answer.get("metadata"):
                 self.written[key] = version_of(answer)
+                self._watch_kind(key)
             else:
                 self.written.pop(key, None)
+
+    def _watch_imported(self) -> None:
+        """Watch the imported kinds the feed's whole state names (those the hub places),
+        which this cluster serves as its probe last saw (all, without a probe), so an
+        orphan of one is found even when no object of it is left to write."""
+        if self.watch is None:
+            return
+        prober = self.reporter.prober if self.reporter is not None else None
+        served = set((prober.fields or {}).get("resources") or []) if prober else None
+        for ref in self.desired.kinds:
+            if served and f"{ref['apiVersion']}/{ref['kind']}" not in served:
+                continue
+            kind = self.writer.learn(
+                ref["apiVersion"], ref["kind"], ref["plural"], ref["namespaced"]
+            )
+            if kind.key not in self.watch.kinds:
+                log.info("watching %s in %s: an imported kind", kind.key, self.location)
+                self.watch.ensure(kind)
+
+    def _watch_kind(self, key: WorkKey) -> None:
+        """Watch the kind of an object just written, if it is one the kinds table does not
+        place (an imported CRD's: the writer found it by discovery), so drift and orphans
+        of it are seen as of any other kind."""
+        if self.watch is None or key.kind == "Namespace":
+            return
+        kind = self.writer.kind_of(key)
+        if kind is not None and kind.role is not None and kind.key not in self.watch.kinds:
+            log.info("watching %s in %s for drift: an imported kind", kind.key, self.location)
+            self.watch.ensure(kind)
 
     async def _retry_failed(self) -> None:
         while True:
@@ -206,7 +239,7 @@ class Agent:
         if key.kind == NAMESPACE:
             work_key, current = namespace_key(key.name), watch.made.get(key.name)
         else:
-            kind = PLACED.get(key.kind)
+            kind = watch.kinds.get(key.kind)  # the placed kinds, and imported ones written
             if kind is None:
                 return None
             work_key = WorkKey(kind.api_version, kind.kind, key.namespace, key.name)

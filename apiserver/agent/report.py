@@ -17,15 +17,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from apiserver.contract import MC_GROUP, VERSION
+from apiserver.imports.negotiate import digest
 from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
 from apiserver.locations.probe import Watched, probe
 from apiserver.loops.sync.children import ChildWatch
-from apiserver.models.report import body, slim_child
+from apiserver.models.report import body, crds_body, slim_child, slim_crd
 from apiserver.objects import Obj
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,10 @@ class Sender(Protocol):
 
 def report_path(location: str) -> str:
     return f"/apis/{MC_GROUP}/{VERSION}/locations/{location}/report"
+
+
+def crds_path(location: str) -> str:
+    return f"/apis/{MC_GROUP}/{VERSION}/locations/{location}/crds"
 
 
 def report_of(watch: ChildWatch) -> Obj | None:
@@ -73,10 +78,25 @@ class Prober:
         self.changed = changed
         self.every, self.least, self.timeout = every, least, timeout
         self.fields: Obj | None = None
+        self.watched: Watched | None = None
+
+    def crds(self, digests: Iterable[str]) -> list[Obj]:
+        """Its cluster's CRDs of those digests, slimmed (`models/report.slim_crd`), as its
+        CRD watch holds them now (one that changed since has another digest: left out)."""
+        watched, wanted = self.watched, set(digests)
+        if watched is None or not watched.crds.synced.is_set():
+            return []
+        found = []
+        for crd in list(watched.crds.cache.values()):
+            meta = crd.get("metadata") or {}
+            memo = watched.digests.get((str(meta.get("uid")), str(meta.get("resourceVersion"))))
+            if (memo or digest(crd)) in wanted:
+                found.append(slim_crd(crd))
+        return sorted(found, key=lambda c: str(c["metadata"]["name"]))
 
     async def run(self) -> None:
         woken = asyncio.Event()
-        watched = Watched(self.cluster, woken.set)
+        watched = self.watched = Watched(self.cluster, woken.set)
         try:
             while True:
                 woken.clear()
@@ -115,6 +135,7 @@ class Reporter:
         self.clock = clock
         self.backoff = Backoff(first=least, cap=every)
         self.sent = 0  # reports the hub took, for tests and the log
+        self.crds_sent = 0  # CRDs the hub took (asked for in its answers)
         self._woken = asyncio.Event()
         self._again = True  # send even if nothing changed (the first, or after a reconnect)
 
@@ -164,7 +185,8 @@ class Reporter:
             again = self._again
             self._again = False
             try:
-                await self.hub.request("PUT", report_path(self.location), body=report)
+                answer = await self.hub.request("PUT", report_path(self.location), body=report)
+                await self._send_crds(answer)
             except Exception as err:  # the hub unreachable, a 403: again after a backoff
                 self._again = self._again or again
                 delay = self.backoff.next()
@@ -176,3 +198,15 @@ class Reporter:
             self.backoff.reset()
             self.sent += 1
             last_body, last = report, self.clock()
+
+    async def _send_crds(self, answer: Any) -> None:
+        """Send the CRDs the hub's answer says it lacks (it asks after a change of their
+        digests in the probe, and after it restarted): never with every report, they are big."""
+        missing = answer.get("missingCRDs") if isinstance(answer, dict) else None
+        if not missing or self.prober is None:
+            return
+        crds = self.prober.crds(missing)
+        if crds:
+            await self.hub.request("PUT", crds_path(self.location), body=crds_body(crds))
+            self.crds_sent += len(crds)
+            log.info("sent %d CRD(s) of %s to the hub", len(crds), self.location)

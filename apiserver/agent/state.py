@@ -20,6 +20,7 @@ from apiserver.sync.work import WorkKey, ordered
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 KEPT = "mc.kmc.dev/kept"
+KINDS = "mc.kmc.dev/kinds"  # the imported kinds the hub places, with their plurals (JSON)
 
 
 class Apply(NamedTuple):
@@ -40,6 +41,7 @@ class Desired:
 
     objects: dict[WorkKey, Obj] = field(default_factory=dict)
     kept: set[WorkKey] = field(default_factory=set)
+    kinds: list[Obj] = field(default_factory=list)  # imported kinds, from the last whole state
     whole: bool = False  # a whole state arrived (since the agent started)
     wholes: int = 0  # how many whole states have arrived
     _arriving: dict[WorkKey, Obj] | None = None  # a whole state on its way (after a connect)
@@ -70,6 +72,7 @@ class Desired:
             meta = obj.get("metadata") or {}
             annotations = meta.get("annotations") or {}
             if annotations.get(INITIAL_EVENTS_END) == "true" and self._arriving is not None:
+                self.kinds = _kinds(annotations.get(KINDS))
                 return self._arrived(self._arriving, _kept(annotations.get(KEPT)))
             return []
         key = WorkKey.of(obj)
@@ -99,6 +102,22 @@ class Desired:
         self.wholes += 1
         self._arriving = None
         return steps
+
+
+def _kinds(text: object) -> list[Obj]:
+    """The imported kinds a bookmark names (JSON); none when unreadable."""
+    try:
+        refs = json.loads(text) if isinstance(text, str) else []
+    except ValueError:
+        return []
+    named = ("apiVersion", "kind", "plural")
+    return [
+        ref
+        for ref in (refs if isinstance(refs, list) else [])
+        if isinstance(ref, dict)
+        and all(isinstance(ref.get(f), str) and ref.get(f) for f in named)
+        and isinstance(ref.get("namespaced"), bool)
+    ]
 
 
 def _kept(text: object) -> set[WorkKey]:

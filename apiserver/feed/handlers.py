@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterable
 
 from aiohttp import web
 
@@ -24,6 +25,7 @@ from apiserver.api.respond import WatchStream, json_response, object_list
 from apiserver.contract import MC_GROUP, VERSION
 from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE
+from apiserver.kinds import PLACED, Kind
 from apiserver.objects import Obj
 from apiserver.sync.work import Sent, kept_refs, ordered
 
@@ -31,6 +33,9 @@ API_VERSION = f"{MC_GROUP}/{VERSION}"
 PATH = f"/apis/{API_VERSION}/locations/{{name}}/work"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 KEPT = f"{MC_GROUP}/kept"  # on the initial-events-end bookmark: the `kept` references, JSON
+# On it too: the imported kinds (CRDs' kinds the kinds table does not place), JSON, so an
+# agent watches them for drift and orphans from its start, not only once it writes one.
+KINDS = f"{MC_GROUP}/kinds"
 BOOKMARK_EVERY = 30.0
 _MAX_WATCH = 1800
 
@@ -80,7 +85,11 @@ async def _watch(
         sent = Sent()  # what this watcher holds: a change to a few objects costs those few
         for event in sent.whole(entries, namespaces):
             await stream.send(event.type, event.object)
-        initial = {INITIAL_EVENTS_END: "true", KEPT: json.dumps(kept_refs(entries))}
+        initial = {
+            INITIAL_EVENTS_END: "true",
+            KEPT: json.dumps(kept_refs(entries)),
+            KINDS: json.dumps(imported_refs(feeds.cache.kinds.values())),
+        }
         await stream.send("BOOKMARK", _bookmark(feeds, initial))
         while (left := ends - time.monotonic()) > 0:
             try:
@@ -102,6 +111,22 @@ async def _watch(
     finally:
         feeds.close(watcher)
     return stream.response
+
+
+def imported_refs(kinds: Iterable[Kind]) -> list[Obj]:
+    """The kinds the hub places that the kinds table does not (imported CRDs' kinds, and
+    those it knows that join at run time from their CRD, such as HTTPRoute): an agent knows
+    the others, and needs these to watch them."""
+    return [
+        {
+            "apiVersion": k.api_version,
+            "kind": k.kind,
+            "plural": k.plural,
+            "namespaced": k.namespaced,
+        }
+        for k in sorted(kinds, key=lambda k: k.key)
+        if k.crd and k.role is not None and k.key not in PLACED
+    ]
 
 
 def _bookmark(feeds: Feeds, annotations: dict[str, str] | None = None) -> Obj:

@@ -20,12 +20,15 @@ from apiserver.api.respond import json_response
 from apiserver.contract import MC_GROUP, VERSION
 from apiserver.hubcache import HUB_CACHE
 from apiserver.kinds import Kind
+from apiserver.kube.client import ApiError
+from apiserver.locations.pulledcrds import PulledCRDs
 from apiserver.locations.reports import Reports, keyed
 from apiserver.models.report import KIND, LocationReport
 
 PATH = f"/apis/{MC_GROUP}/{VERSION}/locations/{{name}}/report"
 MAX_BYTES = 64 * 1024 * 1024  # a few thousand slim children take a few MiB
 REPORTS = web.AppKey("reports", Reports)
+PULLED_CRDS = web.AppKey("pulled crds", PulledCRDs)
 
 
 def add_routes(app: web.Application) -> None:
@@ -35,20 +38,12 @@ def add_routes(app: web.Application) -> None:
 async def report(request: web.Request) -> web.Response:
     cache = request.app[HUB_CACHE]
     location = request.match_info["name"]
-    body = await _body(request)
+    body = await read_body(request, "report", "a LocationReport")
     try:
         parsed = LocationReport.model_validate(body)
     except ValidationError as err:
-        causes = [(_field(d["loc"]), d["msg"]) for d in err.errors(include_url=False)]
-        raise errors.invalid(KIND, MC_GROUP, location, causes) from None
-    await cache.wait_synced()
-    if cache.locations.get(location) is None:
-        raise errors.not_found("locations", MC_GROUP, location)
-    if not cache.pulled(location):
-        raise errors.conflict(
-            f"location {location} is a push location: reports are for pull locations "
-            "(spec.mode: Pull); kmc-apiserver watches a push location's children itself"
-        )
+        raise invalid(KIND, location, err) from None
+    await pulled_only(request, location, "reports")
     kinds = list(cache.kinds.values())
     by_type: dict[tuple[str, str], Kind] = {(k.api_version, k.kind): k for k in kinds}
     children = keyed([c.model_dump(exclude_none=True) for c in parsed.children], by_type)
@@ -62,24 +57,46 @@ async def report(request: web.Request) -> web.Response:
             "kind": KIND,
             "metadata": {"name": location},
             "accepted": {"children": len(children), "changed": len(changed)},
+            # The CRDs its probe names that the hub lacks: the agent sends them (`crds.py`).
+            "missingCRDs": request.app[PULLED_CRDS].missing(location),
         }
     )
 
 
-async def _body(request: web.Request) -> object:
+async def pulled_only(request: web.Request, location: str, what: str) -> None:
+    """404 for no such Location, 409 for a push one: `what` is for pull locations only."""
+    cache = request.app[HUB_CACHE]
+    await cache.wait_synced()
+    if cache.locations.get(location) is None:
+        raise errors.not_found("locations", MC_GROUP, location)
+    if not cache.pulled(location):
+        raise errors.conflict(
+            f"location {location} is a push location: {what} are for pull locations "
+            "(spec.mode: Pull); kmc-apiserver watches a push location's cluster itself"
+        )
+
+
+def invalid(kind: str, location: str, err: ValidationError) -> ApiError:
+    """422 naming each bad field, as Kubernetes says it."""
+    causes = [(_field(d["loc"]), d["msg"]) for d in err.errors(include_url=False)]
+    return errors.invalid(kind, MC_GROUP, location, causes)
+
+
+async def read_body(request: web.Request, what: str, kind: str) -> object:
+    """The request's JSON body, at most `MAX_BYTES`; 400 for none, too big, or not JSON."""
     chunks, size = [], 0
     while chunk := await request.content.read(1 << 20):
         size += len(chunk)
         if size > MAX_BYTES:
-            raise errors.bad_request(f"the report is larger than {MAX_BYTES} bytes")
+            raise errors.bad_request(f"the {what} is larger than {MAX_BYTES} bytes")
         chunks.append(chunk)
     raw = b"".join(chunks)
     if not raw:
-        raise errors.bad_request("a report needs a body: a LocationReport")
+        raise errors.bad_request(f"a {what} needs a body: {kind}")
     try:
         return json.loads(raw)
     except ValueError as err:
-        raise errors.bad_request(f"the report is not JSON: {err}") from None
+        raise errors.bad_request(f"the {what} is not JSON: {err}") from None
 
 
 def _field(loc: tuple[int | str, ...]) -> str:

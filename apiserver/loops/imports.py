@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
-from apiserver.contract import IMPORTED
+from apiserver.contract import API_APPROVED, IMPORTED
 from apiserver.hubcache import CRDS, HubCache
 from apiserver.imports.negotiate import Decision, State, misfits, negotiate
 from apiserver.imports.schema import canonical
@@ -42,8 +42,6 @@ log = logging.getLogger(__name__)
 COMPONENT = "kmc-import"
 OUR_GROUPS = ("kmc.dev",)
 SHOWN = 5  # objects named in a refusal; the rest are counted
-# Kubernetes refuses a CRD of a `*.k8s.io` or `*.kubernetes.io` group without this annotation.
-API_APPROVED = "api-approved.kubernetes.io"
 
 
 class Note(NamedTuple):
@@ -100,6 +98,10 @@ class ImportLoop:
             self._woken.set()
 
     async def _wake(self, *_: Any) -> None:
+        self._woken.set()
+
+    def wake(self, *_: Any) -> None:
+        """Something it reads changed outside the hub cache (a pull location's CRDs)."""
         self._woken.set()
 
     async def run(self) -> None:

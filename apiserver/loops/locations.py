@@ -60,9 +60,11 @@ class LocationLoop:
         leadership: Leadership,
         settings: Settings = Settings(),
         reports: Reports | None = None,
+        pulled_crds: Callable[[str], list[Obj] | None] = lambda _: None,
     ) -> None:
         self.hub = hub
         self.reports = reports  # pull locations' agents' reports, with their probes
+        self.pulled_crds = pulled_crds  # their CRDs, which their agents send when asked
         self.leadership = leadership
         self.fleet = fleet
         self.settings = settings
@@ -79,7 +81,11 @@ class LocationLoop:
         return watched.unschedulable if watched else None
 
     def crds(self, name: str) -> list[Obj] | None:
-        """The CRDs a location serves, once its watch has synced (read only)."""
+        """The CRDs a location serves, once its watch has synced, or for a pull location
+        once its agent sent every one its last probe names (read only)."""
+        obj = self.informer.get(name)
+        if obj is not None and (obj.get("spec") or {}).get("mode") == model.PULL:
+            return self.pulled_crds(name)
         watched = self._watched.get(name)
         if watched is None or not watched.crds.synced.is_set():
             return None

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from apiserver.contract import HUB_GENERATION, MC_GROUP, ORIGIN, VERSION
+from apiserver.contract import API_APPROVED, HUB_GENERATION, MC_GROUP, ORIGIN, VERSION
 from apiserver.objects import Obj
 
 API_VERSION = f"{MC_GROUP}/{VERSION}"
 KIND = "LocationReport"
+CRDS_KIND = "LocationCRDs"
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
 
 
 class _Strict(BaseModel):
@@ -97,3 +99,77 @@ def body(children: list[Obj], namespaces: list[str]) -> Obj:
         "children": children,
         "namespaces": sorted(namespaces),
     }
+
+
+# -- the CRDs a pull location serves (`PUT …/locations/<name>/crds`) -------------------------
+
+
+class _Open(BaseModel):
+    """A part of a CRD whose other fields the hub keeps as they are (the schema, printer
+    columns…): only what the import loop reads without checking is checked here."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class CRDNames(_Open):
+    kind: StrictStr = Field(min_length=1)
+    plural: StrictStr = Field(min_length=1)
+
+
+class CRDVersion(_Open):
+    name: StrictStr = Field(min_length=1)
+    served: StrictBool
+    storage: StrictBool
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+
+
+class CRDSpec(_Open):
+    group: StrictStr = Field(min_length=1)
+    names: CRDNames
+    scope: Literal["Namespaced", "Cluster"]
+    versions: list[CRDVersion] = Field(min_length=1)
+
+
+class CRDMeta(_Strict):
+    name: StrictStr = Field(min_length=1)
+    uid: StrictStr = Field(min_length=1)
+    resourceVersion: StrictStr = Field(min_length=1)
+    generation: StrictInt | None = None
+    annotations: dict[StrictStr, StrictStr] = {}
+
+
+class CRD(_Strict):
+    apiVersion: Literal["apiextensions.k8s.io/v1"]
+    kind: Literal["CustomResourceDefinition"]
+    metadata: CRDMeta
+    spec: CRDSpec
+
+
+class LocationCRDs(_Strict):
+    """Some of the CRDs a pull location serves: those the hub said it lacks."""
+
+    apiVersion: Literal["mc.kmc.dev/v1alpha1"]
+    kind: Literal["LocationCRDs"]
+    items: list[CRD] = []
+
+
+def slim_crd(crd: Obj) -> Obj:
+    """What the agent sends of one of its cluster's CRDs: what API import reads (its spec)
+    and what the import loop knows it by (uid, resourceVersion), and its API review approval
+    (the hub CRD of a `*.k8s.io` group needs it). Not its status, managed fields or other
+    annotations (a `kubectl apply`'d CRD carries its whole self again in one)."""
+    meta = crd.get("metadata") or {}
+    slim_meta = {k: meta[k] for k in ("name", "uid", "resourceVersion", "generation") if k in meta}
+    approval = (meta.get("annotations") or {}).get(API_APPROVED)
+    if approval:
+        slim_meta["annotations"] = {API_APPROVED: approval}
+    return {
+        "apiVersion": CRD_API_VERSION,
+        "kind": "CustomResourceDefinition",
+        "metadata": slim_meta,
+        "spec": crd.get("spec") or {},
+    }
+
+
+def crds_body(crds: list[Obj]) -> Obj:
+    return {"apiVersion": API_VERSION, "kind": CRDS_KIND, "items": crds}

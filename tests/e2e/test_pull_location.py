@@ -81,7 +81,7 @@ def agent_identity(hub: Kubectl, folder: Path) -> Path:
                 },
                 {
                     "apiGroups": ["mc.kmc.dev"],
-                    "resources": ["locations/report"],
+                    "resources": ["locations/report", "locations/crds"],
                     "resourceNames": [NAME],
                     "verbs": ["update"],
                 },

@@ -16,9 +16,10 @@ from apiserver.agent.apply import Writer, path_of
 from apiserver.agent.drift import after_change, version_of
 from apiserver.agent.follow import Agent, work_path
 from apiserver.agent.main import parse
-from apiserver.agent.state import INITIAL_EVENTS_END, KEPT, Apply, Delete, Desired
+from apiserver.agent.state import INITIAL_EVENTS_END, KEPT, KINDS, Apply, Delete, Desired
 from apiserver.contract import ORIGIN
-from apiserver.kinds import CONFIGMAP, Key
+from apiserver.feed.handlers import imported_refs
+from apiserver.kinds import CONFIGMAP, DEPLOYMENT, HTTPROUTE, Key, of_crd
 from apiserver.kube.client import ApiError, Credentials, Kube
 from apiserver.kube.informer import Backoff
 from apiserver.loops.sync.children import ChildWatch
@@ -356,6 +357,126 @@ async def test_the_agent_puts_back_what_changed_in_its_cluster() -> None:
         await edge.do(orphan)
         assert "/api/v1/namespaces/shop/configmaps/orphan" not in cluster.objects
         assert edge.step_for(Key("NoSuchKind", "shop", "x")) is None
+    finally:
+        edge.watch.stop()
+        await asyncio.sleep(0)
+
+
+async def test_an_imported_kind_is_watched_from_its_first_write_and_put_back_when_edited() -> None:
+    """A kind the kinds table does not place (an imported CRD's) gets an entry as the hub
+    makes one from its CRD, and a watch, once the agent has written one of its objects: an
+    edit in the cluster is then put back, and one the feed no longer has goes."""
+    session = cast(aiohttp.ClientSession, None)
+    kube = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    widgets = {"resources": [{"name": "widgets", "kind": "Widget", "namespaced": True}]}
+    cluster = FakeCluster({"/apis/example.org/v1": widgets})
+    edge = Agent(FakeHub([]), Writer(cluster), "edge", cluster=kube)
+    edge.watch = ChildWatch("edge", kube, edge._changed)
+    widget: Obj = {
+        "apiVersion": "example.org/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "shop", "labels": {ORIGIN: "u-w"}},
+        "spec": {"size": 3},
+    }
+    try:
+        key = Key("Widget.example.org", "shop", "w")
+        assert edge.step_for(key) is None  # not watched, not known
+        edge.desired.connected()
+        edge.desired.take(added(widget))
+        edge.desired.take(end())
+        await edge.do(Apply(widget))
+        kind = edge.watch.kinds["Widget.example.org"]
+        assert (kind.api_version, kind.plural, kind.namespaced, kind.crd) == (
+            "example.org/v1",
+            "widgets",
+            True,
+            True,
+        )
+        assert "Widget.example.org" in edge.watch.informers  # watched from now on
+        cache = edge.watch.informers["Widget.example.org"].cache
+        written = edge.written[WorkKey.of(widget)]
+        cache["shop/w"] = live(widget, rv=written.removeprefix("rv"))
+        assert edge.step_for(key) is None  # as we left it
+        edited = live({**widget, "spec": {"size": 7}}, generation=2)
+        cache["shop/w"] = edited
+        assert edge.step_for(key) == Apply(widget)  # put back
+        edge.desired.take({"type": "DELETED", "object": widget})
+        cluster.objects["/apis/example.org/v1/namespaces/shop/widgets/w"] = edited
+        gone = edge.step_for(key)
+        assert isinstance(gone, Delete)  # the feed no longer has it: an orphan
+        await edge.do(gone)
+        assert "/apis/example.org/v1/namespaces/shop/widgets/w" not in cluster.objects
+    finally:
+        edge.watch.stop()
+        await asyncio.sleep(0)
+
+
+def test_the_feed_names_the_imported_kinds_it_places_and_the_agent_reads_them() -> None:
+    crd = {
+        "spec": {
+            "group": "example.org",
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "versions": [{"name": "v1", "served": True, "storage": True}],
+        }
+    }
+    widget = of_crd(crd)
+    assert widget is not None
+    # A Deployment the agent's kinds table places; an HTTPRoute's CRD kind joins at run
+    # time, as an imported one does: both of those are named.
+    refs = imported_refs([DEPLOYMENT, HTTPROUTE, widget])
+    assert refs == [
+        {
+            "apiVersion": HTTPROUTE.api_version,
+            "kind": "HTTPRoute",
+            "plural": "httproutes",
+            "namespaced": True,
+        },
+        {"apiVersion": "example.org/v1", "kind": "Widget", "plural": "widgets", "namespaced": True},
+    ]
+    desired = Desired()
+    desired.connected()
+    notes = {INITIAL_EVENTS_END: "true", KEPT: "[]", KINDS: json.dumps([*refs, {"kind": 3}])}
+    desired.take({"type": "BOOKMARK", "object": {"metadata": {"annotations": notes}}})
+    assert desired.kinds == refs  # what is not a kind reference is left out
+    desired.connected()
+    desired.take(
+        {"type": "BOOKMARK", "object": {"metadata": {"annotations": {**notes, KINDS: "{"}}}}
+    )
+    assert desired.kinds == []
+
+
+async def test_an_imported_kind_the_feed_names_is_watched_from_the_start_for_orphans() -> None:
+    """After a restart the agent has written nothing: the whole state's imported kinds are
+    watched anyway, so an object of ours whose hub object went while it was away goes."""
+    session = cast(aiohttp.ClientSession, None)
+    kube = Kube(session, Credentials("https://edge.invalid", False), "edge")
+    cluster = FakeCluster()
+    ref = {
+        "apiVersion": "example.org/v1",
+        "kind": "Widget",
+        "plural": "widgets",
+        "namespaced": True,
+    }
+    notes = {INITIAL_EVENTS_END: "true", KEPT: "[]", KINDS: json.dumps([ref])}
+    bookmark = {"type": "BOOKMARK", "object": {"kind": "Work", "metadata": {"annotations": notes}}}
+    edge = Agent(FakeHub([[bookmark]]), Writer(cluster), "edge", cluster=kube)
+    edge.watch = ChildWatch("edge", kube, edge._changed)
+    try:
+        assert await edge.follow_once()
+        assert "Widget.example.org" in edge.watch.informers
+        orphan: Obj = {
+            "apiVersion": "example.org/v1",
+            "kind": "Widget",
+            "metadata": {"name": "old", "namespace": "shop", "labels": {ORIGIN: "u-old"}},
+        }
+        edge.watch.informers["Widget.example.org"].cache["shop/old"] = live(orphan, generation=1)
+        cluster.objects["/apis/example.org/v1/namespaces/shop/widgets/old"] = orphan
+        step = edge.step_for(Key("Widget.example.org", "shop", "old"))
+        assert isinstance(step, Delete)
+        await edge.do(step)  # its path from the feed's plural: no discovery asked
+        assert "/apis/example.org/v1/namespaces/shop/widgets/old" not in cluster.objects
+        assert ("get", "/apis/example.org/v1") not in cluster.calls
     finally:
         edge.watch.stop()
         await asyncio.sleep(0)

@@ -204,6 +204,7 @@ async def test_the_watch_sends_the_state_a_bookmark_then_changes(
     annotations = first[2]["object"]["metadata"]["annotations"]
     assert annotations[handlers.INITIAL_EVENTS_END] == "true"
     assert json.loads(annotations[handlers.KEPT]) == []
+    assert json.loads(annotations[handlers.KINDS]) == []  # no imported kinds on this hub
 
     edited = deployment({"east": 3}, image="nginx:2")
     put(cache, DEPLOYMENT.key, edited)

@@ -19,11 +19,12 @@ from apiserver.agent.report import Reporter, report_path
 from apiserver.api.errors import status_errors
 from apiserver.contract import HUB_GENERATION, ORIGIN, PLACEMENT
 from apiserver.feed import report as feed_report
-from apiserver.feed.report import REPORTS, _field
+from apiserver.feed.report import PULLED_CRDS, REPORTS, _field
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT, NAMESPACE, Key
 from apiserver.kube.client import Credentials, Kube
 from apiserver.leader import Leadership
+from apiserver.locations.pulledcrds import PulledCRDs
 from apiserver.locations.reports import Reports, changed_keys, keyed
 from apiserver.loops.sync.loop import SyncLoop, reported_applied
 from apiserver.models.report import LocationReport, body, slim_child
@@ -234,6 +235,7 @@ async def test_the_endpoint_keeps_a_pull_locations_report_and_refuses_bad_ones(
     app = web.Application(middlewares=[status_errors])  # as make_app has it
     app[HUB_CACHE] = cache
     app[REPORTS] = Reports()
+    app[PULLED_CRDS] = PulledCRDs(app[REPORTS])
     feed_report.add_routes(app)
     client = await aiohttp_client(app)
 
@@ -244,6 +246,7 @@ async def test_the_endpoint_keeps_a_pull_locations_report_and_refuses_bad_ones(
 
     code, said = await put("edge", body([child()], ["shop"]))
     assert code == 200 and said["accepted"] == {"children": 1, "changed": 2}
+    assert said["missingCRDs"] == []  # no probe, no CRDs to ask for
     kept = app[REPORTS].get("edge")
     assert kept is not None and kept.get(Key("Deployment", "shop", "web")) == child()
 
