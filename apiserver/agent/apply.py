@@ -98,7 +98,7 @@ class Writer:
         `Kind.group`, placed when asked), so the agent can watch it for drift and orphans
         (`ChildWatch.ensure`). None for a Namespace, or a kind not yet discovered."""
         known = _KINDS.get((key.api_version, key.kind))
-        if known is not None or key.kind == "Namespace":
+        if known is not None or key.is_namespace:
             return known
         found = self.discovered.get((key.api_version, key.kind))
         if found is None:

@@ -181,7 +181,7 @@ class Agent:
         """Watch the kind of an object just written, if it is one the kinds table does not
         place (an imported CRD's: the writer found it by discovery), so drift and orphans
         of it are seen as of any other kind."""
-        if self.watch is None or key.kind == "Namespace":
+        if self.watch is None or key.is_namespace:
             return
         kind = self.writer.kind_of(key)
         if kind is not None and kind.role is not None and kind.key not in self.watch.kinds:
