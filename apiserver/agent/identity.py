@@ -167,12 +167,20 @@ async def store(cluster: Client, identity: Identity, hub: str, name: str = SECRE
             "tls.key": base64.b64encode(identity.key).decode(),
         },
     }
+    secrets_path = f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets"
     try:
-        await cluster.create(f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets", body)
+        await cluster.create(secrets_path, body)
     except ApiError as err:
-        if err.code != 409:
+        if err.code == 404:  # no kmc-system yet (an agent run outside a pod): make it
+            namespace = {"apiVersion": "v1", "kind": "Namespace"}
+            await cluster.create(
+                "/api/v1/namespaces", {**namespace, "metadata": {"name": SYSTEM_NAMESPACE}}
+            )
+            await cluster.create(secrets_path, body)
+        elif err.code == 409:
+            await cluster.request("PUT", secret_path(name), body=body)
+        else:
             raise
-        await cluster.request("PUT", secret_path(name), body=body)
 
 
 async def ask(

@@ -60,6 +60,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "70-80%% of the way through",
     )
     parser.add_argument(
+        "--identity-secret",
+        default=identity.SECRET,
+        help="the Secret in kmc-system of this cluster that keeps its hub certificate",
+    )
+    parser.add_argument(
         "--hub-kubeconfig",
         default=None,
         help="instead of --hub-url and a certificate: a hub kubeconfig made by hand",
@@ -134,27 +139,27 @@ async def _identity(
     args: argparse.Namespace, session: aiohttp.ClientSession, cluster: Kube, agent_name: str
 ) -> identity.Identity:
     """The certificate kept in this cluster, or a new one got with the bootstrap token."""
-    kept = await identity.stored(cluster)
+    kept = await identity.stored(cluster, args.identity_secret)
     now = datetime.datetime.now(datetime.UTC)
     if kept is not None and kept.common_name() != joins.user(args.location):
         raise identity.IdentityError(
-            f"Secret {identity.SECRET} in this cluster holds a certificate for "
+            f"Secret {args.identity_secret} in this cluster holds a certificate for "
             f"{kept.common_name()!r}, not location {args.location}: delete it to join anew"
         )
     if kept is not None and kept.not_after > now:
-        log.info("using the certificate kept in Secret %s", identity.SECRET)
+        log.info("using the certificate kept in Secret %s", args.identity_secret)
         return kept
     if not args.bootstrap_token:
         what = "an expired certificate" if kept else "no certificate"
         raise identity.IdentityError(
-            f"{what} in Secret {identity.SECRET} and no --bootstrap-token: run `kubectl mc "
+            f"{what} in Secret {args.identity_secret} and no --bootstrap-token: run `kubectl mc "
             f"join {args.location} --mode pull` on the hub for one"
         )
     context = ssl.create_default_context(cafile=args.hub_ca or None)
     creds = Credentials(args.hub_url.rstrip("/"), context, token=args.bootstrap_token)
     bootstrap = Kube(session, creds, "hub", agent=agent_name)
     got = await identity.ask(bootstrap, args.location, args.certificate_seconds)
-    await identity.store(cluster, got, args.hub_url)
+    await identity.store(cluster, got, args.hub_url, args.identity_secret)
     return got
 
 
@@ -167,7 +172,7 @@ async def _renew(
         await asyncio.sleep(max(wait, 0.0))
         try:
             fresh = await identity.ask(hub, args.location, args.certificate_seconds)
-            await identity.store(cluster, fresh, args.hub_url)
+            await identity.store(cluster, fresh, args.hub_url, args.identity_secret)
         except (ApiError, TimeoutError, identity.IdentityError) as err:
             log.warning("renewing the hub certificate failed: %s; trying again in 30s", err)
             await asyncio.sleep(30.0)
