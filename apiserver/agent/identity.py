@@ -210,7 +210,18 @@ async def ask(
     loop = asyncio.get_running_loop()
     started = noted = loop.time()
     while True:
-        csr = await hub.get(f"{CSRS}/{name}")
+        try:
+            csr = await hub.get(f"{CSRS}/{name}")
+        except ApiError as err:
+            if err.code != 401:
+                raise
+            # kube-apiserver takes a token it accepted within 10 s as still good: a token
+            # used just before was taken for the request, and is refused now.
+            raise IdentityError(
+                f"the hub refused the bootstrap token (401 Unauthorized) after taking request "
+                f"{name} (left pending): it was used already; run `kubectl mc join "
+                f"{location} --mode pull` again for a new one"
+            ) from err
         status = csr.get("status") or {}
         for condition in status.get("conditions") or []:
             if condition.get("type") in ("Denied", "Failed") and condition.get("status") == "True":

@@ -72,7 +72,8 @@ class JoinLoop:
                 try:
                     await self.reconcile(name)
                 except ApiError as err:
-                    log.warning("certificate request %s: %s; trying again", name, err)
+                    if err.code != 409:  # a conflict: judged again on the newer version
+                        log.warning("certificate request %s: %s; trying again", name, err)
                     asyncio.get_running_loop().call_later(5.0, self._queue.put_nowait, name)
         finally:
             watch.cancel()
