@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from apiserver.agent import identity
 from kmc_testbed import bed, config
 
 from .conftest import VENV_BIN, Kubectl, run_testbed
@@ -320,6 +321,57 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         running = start_agent(spare, None)
         wait_until("Ready again", ready_is(hub, "True", "AgentLease"))
         assert set(csrs(hub)) == before
+
+        # A renewal, asked as the agent asks it (with its certificate): approved as one. The
+        # same identity asking for another pull location's name: left pending, saying why.
+        def ask_as_agent(location: str) -> str:
+            _, pem = identity.new_request(location)
+            body = identity.csr_object(location, pem, 600)
+            as_agent.run("create", "-f", "-", stdin=json.dumps(body))
+            return str(body["metadata"]["name"])
+
+        def issued_as(name: str, reason: str) -> Any:
+            def check() -> tuple[Any, str | None]:
+                status = hub.json("get", "csr", name).get("status") or {}
+                reasons = [c.get("reason") for c in status.get("conditions") or []]
+                if status.get("certificate") and reasons == [reason]:
+                    return status, None
+                return status, f"CSR {name}: {reasons}, certificate: {'certificate' in status}"
+
+            return check
+
+        renewal = ask_as_agent(NAME)
+        wait_until("a renewal approved", issued_as(renewal, "KmcLocationRenewal"))
+        stranger = "pull-other"
+        hub.apply(
+            {
+                "apiVersion": "kmc.dev/v1alpha1",
+                "kind": "Location",
+                "metadata": {"name": stranger},
+                "spec": {"mode": "Pull"},
+            }
+        )
+        theirs = ""
+        try:
+            theirs = ask_as_agent(stranger)
+
+            def warned() -> tuple[Any, str | None]:
+                events = hub.json(
+                    "get",
+                    "events",
+                    "-n",
+                    "default",
+                    "--field-selector",
+                    f"involvedObject.name={theirs}",
+                )["items"]
+                reasons = [e["reason"] for e in events]
+                return reasons, None if "NotItsJoin" in reasons else f"events: {reasons}"
+
+            wait_until("another location's request refused", warned)
+            assert not (hub.json("get", "csr", theirs).get("status") or {}).get("conditions")
+        finally:
+            hub.run("delete", "location", stranger, "--ignore-not-found")
+            hub.run("delete", "csr", theirs, renewal, "--ignore-not-found", check=False)
 
         # Unjoin: drained (the agent removes its share), then its rights go, and the Location.
         out = hub.mc("unjoin", NAME, "--timeout=180s")
