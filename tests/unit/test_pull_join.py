@@ -183,3 +183,72 @@ def test_the_agent_needs_a_way_to_the_hub(capsys: pytest.CaptureFixture[str]) ->
         ["--location", "edge", "--hub-url", "https://hub:6443", "--bootstrap-token", "a.b"]
     )
     assert args.bootstrap_token == "a.b" and args.certificate_seconds == 86400
+
+
+class FakeHub:
+    """What the join loop writes, recorded; a Location patch answers the patched Location."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.events.append(body)
+        return body
+
+    async def merge_patch(self, path: str, patch: dict[str, Any]) -> dict[str, Any]:
+        self.writes.append(("PATCH", path, patch))
+        return {"metadata": {"name": "edge", "resourceVersion": "8", **patch.get("metadata", {})}}
+
+    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+        self.writes.append((method, path, body))
+        return body
+
+
+class FakeLocations:
+    def __init__(self, *found: dict[str, Any]) -> None:
+        self.found = {o["metadata"]["name"]: o for o in found}
+        self.observed: list[dict[str, Any]] = []
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        return self.found.get(name)
+
+    def subscribe(self, _: Any) -> None:
+        pass
+
+    async def observe(self, obj: dict[str, Any]) -> None:
+        self.observed.append(obj)
+
+
+async def test_the_join_loop_marks_the_join_used_expires_the_token_then_approves() -> None:
+    from typing import cast
+
+    from apiserver.leader import Leadership
+    from apiserver.loops.joins import CSRS, JoinLoop
+
+    hub = FakeHub()
+    places = FakeLocations(location())
+    loop = JoinLoop(cast(Any, hub), cast(Any, places), Leadership.solo())
+    loop.requests.cache["kmc-agent-edge-1"] = csr()
+    await loop.reconcile("kmc-agent-edge-1")
+    (mark, token, approval) = hub.writes
+    assert mark[1].endswith("/locations/edge")
+    assert mark[2]["metadata"]["resourceVersion"] == "7"  # of two racing, one wins
+    assert mark[2]["metadata"]["annotations"] == {joins.USED_ANNOTATION: "abc123:kmc-agent-edge-1"}
+    assert token[1] == "/api/v1/namespaces/kube-system/secrets/bootstrap-token-abc123"
+    assert base64.b64decode(token[2]["data"]["usage-bootstrap-authentication"]) == b"false"
+    assert approval[:2] == ("PUT", f"{CSRS}/kmc-agent-edge-1/approval")
+    (condition,) = approval[2]["status"]["conditions"]
+    assert (condition["type"], condition["reason"]) == ("Approved", "KmcLocationJoin")
+
+    # A second request with the same token: nothing written (an Event says why).
+    hub.writes.clear()
+    places.found["edge"] = location(**{joins.USED_ANNOTATION: "abc123:kmc-agent-edge-1"})
+    loop.requests.cache["kmc-agent-edge-2"] = csr(name="kmc-agent-edge-2")
+    await loop.reconcile("kmc-agent-edge-2")
+    assert hub.writes == []
+    assert loop._refused == {"kmc-agent-edge-2": "JoinUsed"}
+    await loop.events.flush()
+    (event,) = hub.events
+    assert (event["type"], event["reason"]) == ("Warning", "JoinUsed")
+    assert event["involvedObject"]["name"] == "kmc-agent-edge-2"
