@@ -46,6 +46,7 @@ from apiserver.loops.endpoints import EndpointsLoop
 from apiserver.loops.exports import ExportsLoop
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.imports import ImportLoop
+from apiserver.loops.joins import JoinLoop
 from apiserver.loops.locations import LOCATIONS, LocationLoop
 from apiserver.loops.locations import Settings as LocationSettings
 from apiserver.loops.placement.deciding import DECIDER
@@ -199,6 +200,8 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     # Exported Services (MCS API): each location gets the other locations' endpoints, read
     # from the hub slices the endpoints loop keeps.
     exports = ExportsLoop(cache, app[FLEET].get, leadership)
+    # Pull locations' agents' certificate requests (their join, their renewals).
+    joins = JoinLoop(acting, cache.locations, leadership)
     handoff.handed.connect(sync.queue.add)
     locations.stuck.connect(placement.on_stuck)
     imports.verdicts.connect(placement.exclude)
@@ -219,6 +222,7 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
         "imports": asyncio.create_task(imports.run(), name="imports"),
         "endpoints": asyncio.create_task(endpoints.run(), name="endpoints"),
         "exports": asyncio.create_task(exports.run(), name="exports"),
+        "joins": asyncio.create_task(joins.run(), name="joins"),
         "remote-caches": asyncio.create_task(app[REMOTE_CACHES].run(), name="remote-caches"),
     }
     if options.leader_elect:

@@ -88,7 +88,15 @@ def version(client_only: bool, output: str | None, **hub: Any) -> None:
 
 @cli.command()
 @click.argument("name")
-@click.option("--cluster-kubeconfig", required=True, help="kubeconfig of the cluster to join.")
+@click.option(
+    "--mode",
+    type=click.Choice(["push", "pull"]),
+    default="push",
+    help="push: kmc-apiserver dials the cluster with the credential given (stored on the hub); "
+    "pull: an agent in the cluster dials the hub, which keeps no credential for it; a one-use "
+    "bootstrap token and how to start the agent are printed.",
+)
+@click.option("--cluster-kubeconfig", help="kubeconfig of the cluster to join (push mode).")
 @click.option("--cluster-context", help="context in --cluster-kubeconfig (default: current).")
 @click.option("--labels", default="", help="traits as k=v,… (region, zone, cloud, …).")
 @click.option(
@@ -102,7 +110,8 @@ def version(client_only: bool, output: str | None, **hub: Any) -> None:
 @hub_options
 def join(
     name: str,
-    cluster_kubeconfig: str,
+    mode: str,
+    cluster_kubeconfig: str | None,
     cluster_context: str | None,
     labels: str,
     credentials: str,
@@ -113,6 +122,7 @@ def join(
     \b
     kubectl mc join us-east --cluster-kubeconfig us-east.yaml \\
         --labels topology.kubernetes.io/region=us
+    kubectl mc join edge-7 --mode pull --labels topology.kubernetes.io/region=eu
     """
     from kubectl_mc import join as joining
     from kubectl_mc.kube import KubeError
@@ -123,6 +133,16 @@ def join(
         if not sep or not key:
             fail(f"error: --labels takes k=v pairs separated by commas; {item!r} is not one")
         parsed[key.strip()] = value.strip()
+    if mode == "pull":
+        if cluster_kubeconfig or cluster_context:
+            fail(
+                "error: --cluster-kubeconfig and --cluster-context are for --mode push: the hub "
+                "keeps no credential for a pull location (its agent dials the hub)"
+            )
+        _join_pull(name, parsed, hub)
+        return
+    if not cluster_kubeconfig:
+        fail("error: --cluster-kubeconfig is required (or --mode pull)")
     client = hub_client(**hub_args(hub))
     try:
         verb = joining.join(client, name, cluster_kubeconfig, cluster_context, parsed, credentials)
@@ -131,6 +151,40 @@ def join(
     except KubeError as err:
         fail(str(err))
     click.echo(f"location.kmc.dev/{name} {verb}")
+
+
+def _join_pull(name: str, labels: dict[str, str], hub: dict[str, Any]) -> None:
+    from kubectl_mc import join as joining
+    from kubectl_mc import join_pull
+    from kubectl_mc.kube import KubeError
+    from kubectl_mc.kubeconfig import KubeconfigError, flatten, load, select
+
+    if not joining.NAME_RE.match(name):
+        fail(
+            f'error: invalid location name "{name}": a lowercase RFC 1123 label '
+            "(letters, digits and '-', at most 63 characters)"
+        )
+    args = hub_args(hub)
+    client = hub_client(**args)
+    try:
+        config, base = load(args["kubeconfig"])
+        selected = select(
+            flatten(select(config, args["context"], args["cluster"], args["user"], base=base))
+        )
+    except KubeconfigError as err:
+        fail(f"error: {err}")
+    data = str(selected.cluster.get("certificate-authority-data") or "")
+    import base64
+
+    ca = base64.b64decode(data).decode() if data else ""
+    try:
+        verb, token, expires = join_pull.join(client, name, labels)
+    except join_pull.JoinError as err:
+        fail(f"error: {err}")
+    except KubeError as err:
+        fail(str(err))
+    click.echo(f"location.kmc.dev/{name} {verb} (pull)")
+    click.echo(join_pull.instructions(name, token, expires, client.server, ca), nl=False)
 
 
 @cli.command()

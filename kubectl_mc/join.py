@@ -176,6 +176,11 @@ def unjoin(
     child = _child(name, kubeconfig, context) if kubeconfig and made else None
     if not force:
         _drain(hub, name, location, timeout, progress)
+    if ((location.get("spec") or {}).get("mode") or "Push") == "Pull":
+        from kubectl_mc import join_pull
+
+        # Its agent's rights go first: its certificate cannot be revoked, they are what it opens.
+        join_pull.unjoin(hub, name)
     hub.delete(f"{LOCATIONS}/{name}")
     try:
         hub.delete(secret_path)

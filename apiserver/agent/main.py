@@ -1,28 +1,35 @@
 """`kmc-agent`: runs in a pull location, follows its work feed on the hub, writes its cluster.
 
 It renews its location's Lease on the hub (`heartbeat.py`): the hub's only sign that the
-location is there. Today it is given a hub kubeconfig (`--hub-kubeconfig`); joining with a
-bootstrap token and a certificate from a hub CSR comes next (docs/pull.md). Its own cluster
-is reached in-cluster (its ServiceAccount) or, outside a pod, through `--kubeconfig`.
+location is there. It reaches the hub at `--hub-url` as `kmc:location:<name>`, with a client
+certificate it got with the one-use bootstrap token of `kubectl mc join NAME --mode pull`
+and keeps in its own cluster (`identity.py`), renewed before it expires; or, for tests and
+people who make its hub identity themselves, with `--hub-kubeconfig`. Its own cluster is
+reached in-cluster (its ServiceAccount) or, outside a pod, through `--kubeconfig`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import logging
 import re
+import ssl
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import aiohttp
 
+from apiserver.agent import identity
 from apiserver.agent.apply import Writer
 from apiserver.agent.follow import Agent
 from apiserver.agent.heartbeat import Heartbeat
 from apiserver.agent.report import Reporter
 from apiserver.kube import config as kubeconfig
-from apiserver.kube.client import Kube
+from apiserver.kube.client import ApiError, Credentials, Kube
+from apiserver.locations import joins
 
 log = logging.getLogger("apiserver.agent")
 
@@ -36,7 +43,32 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         description="Follow one pull location's work feed on the hub and apply it here.",
     )
     parser.add_argument("--location", required=True, help="the Location this agent runs in")
-    parser.add_argument("--hub-kubeconfig", required=True, help="how to reach the hub")
+    parser.add_argument("--hub-url", default=None, help="the hub's API server (https://…)")
+    parser.add_argument("--hub-ca", default=None, help="CA file for --hub-url (default: system)")
+    parser.add_argument(
+        "--bootstrap-token",
+        default=None,
+        help="the token `kubectl mc join NAME --mode pull` printed: used once, when no "
+        "certificate is kept in this cluster yet",
+    )
+    parser.add_argument("--bootstrap-token-file", default=None, help="the same, from a file")
+    parser.add_argument(
+        "--certificate-seconds",
+        type=int,
+        default=24 * 3600,
+        help="how long a certificate is asked for (the hub's signer may cut it); renewed "
+        "70-80%% of the way through",
+    )
+    parser.add_argument(
+        "--identity-secret",
+        default=identity.SECRET,
+        help="the Secret in kmc-system of this cluster that keeps its hub certificate",
+    )
+    parser.add_argument(
+        "--hub-kubeconfig",
+        default=None,
+        help="instead of --hub-url and a certificate: a hub kubeconfig made by hand",
+    )
     parser.add_argument("--hub-context", default=None)
     parser.add_argument("--kubeconfig", default=None, help="this cluster (default: in-cluster)")
     parser.add_argument("--context", default=None)
@@ -56,11 +88,21 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--retry: must be more than 0")
     if args.lease_duration < 4:
         parser.error("--lease-duration: must be at least 4 (seconds)")
+    if bool(args.hub_url) == bool(args.hub_kubeconfig):
+        parser.error("give --hub-url (joined with a bootstrap token) or --hub-kubeconfig")
+    if args.certificate_seconds < 600:
+        parser.error("--certificate-seconds: must be at least 600 (Kubernetes' minimum)")
+    if args.bootstrap_token_file and not args.bootstrap_token:
+        try:
+            args.bootstrap_token = Path(args.bootstrap_token_file).read_text().strip() or None
+        except FileNotFoundError:
+            pass  # a Secret mounted optional and gone: fine once a certificate is kept
+        except OSError as err:
+            parser.error(f"--bootstrap-token-file: {err}")
     return args
 
 
 async def run(args: argparse.Namespace) -> None:
-    hub_creds = await kubeconfig.from_file(args.hub_kubeconfig, args.hub_context)
     if args.kubeconfig:
         own = await kubeconfig.from_file(args.kubeconfig, args.context)
     else:
@@ -68,8 +110,14 @@ async def run(args: argparse.Namespace) -> None:
     agent_name = f"kmc-agent/{args.location}"
     connector = aiohttp.TCPConnector(limit=0)  # a watch holds one connection for minutes
     async with aiohttp.ClientSession(connector=connector) as session:
-        hub = Kube(session, hub_creds, "hub", agent=agent_name)
         cluster = Kube(session, own, args.location, agent=agent_name)
+        current: identity.Identity | None = None
+        if args.hub_kubeconfig:
+            hub_creds = await kubeconfig.from_file(args.hub_kubeconfig, args.hub_context)
+        else:
+            current = await _identity(args, session, cluster, agent_name)
+            hub_creds = identity.credentials(args.hub_url, args.hub_ca, current)
+        hub = Kube(session, hub_creds, "hub", agent=agent_name)
         reporter = Reporter(hub, args.location, cluster=cluster)
         agent = Agent(
             hub,
@@ -83,6 +131,55 @@ async def run(args: argparse.Namespace) -> None:
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(heartbeat.run(), name="heartbeat")
             tasks.create_task(agent.run(), name="follow")
+            if current is not None:
+                tasks.create_task(_renew(args, hub, cluster, current), name="renew")
+
+
+async def _identity(
+    args: argparse.Namespace, session: aiohttp.ClientSession, cluster: Kube, agent_name: str
+) -> identity.Identity:
+    """The certificate kept in this cluster, or a new one got with the bootstrap token."""
+    kept = await identity.stored(cluster, args.identity_secret)
+    now = datetime.datetime.now(datetime.UTC)
+    if kept is not None and kept.common_name() != joins.user(args.location):
+        raise identity.IdentityError(
+            f"Secret {args.identity_secret} in this cluster holds a certificate for "
+            f"{kept.common_name()!r}, not location {args.location}: delete it to join anew"
+        )
+    if kept is not None and kept.not_after > now:
+        log.info("using the certificate kept in Secret %s", args.identity_secret)
+        return kept
+    if not args.bootstrap_token:
+        what = "an expired certificate" if kept else "no certificate"
+        raise identity.IdentityError(
+            f"{what} in Secret {args.identity_secret} and no --bootstrap-token: run `kubectl mc "
+            f"join {args.location} --mode pull` on the hub for one"
+        )
+    context = ssl.create_default_context(cafile=args.hub_ca or None)
+    creds = Credentials(args.hub_url.rstrip("/"), context, token=args.bootstrap_token)
+    bootstrap = Kube(session, creds, "hub", agent=agent_name)
+    got = await identity.ask(bootstrap, args.location, args.certificate_seconds)
+    await identity.store(cluster, got, args.hub_url, args.identity_secret)
+    return got
+
+
+async def _renew(
+    args: argparse.Namespace, hub: Kube, cluster: Kube, current: identity.Identity
+) -> None:
+    """Ask for the next certificate, as the current one, before it expires; switch to it."""
+    while True:
+        wait = (current.renew_after() - datetime.datetime.now(datetime.UTC)).total_seconds()
+        await asyncio.sleep(max(wait, 0.0))
+        try:
+            fresh = await identity.ask(hub, args.location, args.certificate_seconds)
+            await identity.store(cluster, fresh, args.hub_url, args.identity_secret)
+        except (ApiError, TimeoutError, identity.IdentityError) as err:
+            log.warning("renewing the hub certificate failed: %s; trying again in 30s", err)
+            await asyncio.sleep(30.0)
+            continue
+        hub.creds = identity.credentials(args.hub_url, args.hub_ca, fresh)
+        current = fresh
+        log.info("switched to the renewed certificate")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -96,6 +193,6 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(run(args))
     except KeyboardInterrupt:
         pass
-    except kubeconfig.KubeconfigError as err:
+    except (kubeconfig.KubeconfigError, identity.IdentityError) as err:
         print(f"kmc-agent: error: {err}", file=sys.stderr)
         raise SystemExit(1) from err

@@ -346,12 +346,22 @@ def command(state: State, cluster: Cluster | None, kind: str) -> list[str]:
         return _apiserver_command(state, cluster)
     if kind == "controller-manager":
         controllers = "*"
+        signing: list[str] = []
         if cluster.role == HUB:
-            controllers = ",".join(["*", *(f"-{c}" for c in HUB_DISABLED_CONTROLLERS)])
+            # Pull locations join with a bootstrap token (`tokencleaner` removes expired ones;
+            # it is off by default) and a CSR signed by `csrsigning` with the hub's CA.
+            controllers = ",".join(
+                ["*", "tokencleaner", *(f"-{c}" for c in HUB_DISABLED_CONTROLLERS)]
+            )
+            signing = [
+                f"--cluster-signing-cert-file={p / 'ca.crt'}",
+                f"--cluster-signing-key-file={p / 'ca.key'}",
+            ]
         return [
             str(build.binary("kube-controller-manager")),
             *delegated,
             f"--controllers={controllers}",
+            *signing,
             f"--root-ca-file={p / 'ca.crt'}",
             f"--service-account-private-key-file={p / 'sa.key'}",
             "--use-service-account-credentials=false",
@@ -518,6 +528,9 @@ def _apiserver_command(state: State, cluster: Cluster) -> list[str]:
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             f"--proxy-client-cert-file={p / 'front-proxy-client.crt'}",
             f"--proxy-client-key-file={p / 'front-proxy-client.key'}",
+            # A pull location's agent first authenticates with a bootstrap token
+            # (`kubectl mc join --mode pull`), to ask for its client certificate.
+            "--enable-bootstrap-token-auth",
             # Off, so an APIService may point at an ExternalName Service for localhost.
             "--enable-aggregator-routing=false",
             # Webhooks are called with the front-proxy client certificate (our webhook

@@ -156,8 +156,9 @@ def test_the_agent_makes_its_cluster_hold_the_feed_and_follows_it(
 def test_the_agents_manifests_apply_cleanly_to_a_location(
     installed: bed.State, kubectl: dict[str, Kubectl]
 ) -> None:
-    """`kubectl apply -k manifests/agent/` on a location: the agent's Deployment, its
-    ConfigMap and the location RBAC it runs with, accepted by a real kube-apiserver (a
+    """`kubectl apply -k manifests/agent/` on a location: the agent's Deployment and the
+    location RBAC it runs with (its ConfigMap and join Secret are made from what the join
+    printed), accepted by a real kube-apiserver (a
     server dry run: nothing is made)."""
     child = kubectl["eu-west"]
     made = child.run("get", "namespace", "kmc-system", check=False).returncode != 0
@@ -170,7 +171,6 @@ def test_the_agents_manifests_apply_cleanly_to_a_location(
         names = {line.split(" ")[0] for line in out.splitlines() if line.strip()}
         assert {
             "deployment.apps/kmc-agent",
-            "configmap/kmc-agent",
             "serviceaccount/kmc-location",
             "clusterrolebinding.rbac.authorization.k8s.io/kmc:location",
         } <= names, out

@@ -1,0 +1,323 @@
+"""`kubectl mc join NAME --mode pull` and the pull half of `unjoin` (docs/pull.md).
+
+A pull location's agent dials out to the hub, so the hub keeps no credential for it. Join
+makes, on the hub only:
+
+- the Location (`spec.mode: Pull`, no `secretRef`), carrying the id of the token below;
+- a bootstrap token (a `bootstrap.kubernetes.io/token` Secret in `kube-system`, one hour,
+  authentication only, extra group `system:bootstrappers:kmc:<name>`), which the agent uses
+  once to ask for a client certificate (a CSR that kmc-apiserver approves for this join
+  only, and marks used);
+- the agent's rights, named for it: user `kmc:location:<name>` may get its feed
+  (`locations/work`), update its report and CRDs (`locations/report`, `locations/crds`), get
+  and update its Lease `kmc-system/kmc-agent-<name>` (made here, so no `create` on leases),
+  and create and read
+  CertificateSigningRequests (to renew); the token's group may create and read them too.
+
+Unjoin deletes those rights (a certificate cannot be revoked: without them it opens
+nothing), the token, the Lease and the Location. The names are kmc-apiserver's too
+(`apiserver/locations/joins.py`; this package cannot import it, a unit test checks they
+agree).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import secrets
+import string
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kubectl_mc.kube import Client
+
+Obj = dict[str, "Any"]
+
+SYSTEM_NAMESPACE = "kmc-system"
+TOKEN_NAMESPACE = "kube-system"
+TOKEN_TTL = datetime.timedelta(hours=1)
+USER_PREFIX = "kmc:location:"
+BOOTSTRAP_GROUP_PREFIX = "system:bootstrappers:kmc:"
+TOKEN_ANNOTATION = "kmc.dev/join-token-id"
+LEASE_PREFIX = "kmc-agent-"
+BOOTSTRAPPER_ROLE = "kmc:bootstrapper"
+LOCATIONS = "/apis/kmc.dev/v1alpha1/locations"
+RBAC = "rbac.authorization.k8s.io"
+_RBAC_PATH = f"/apis/{RBAC}/v1"
+_TOKEN_CHARS = string.ascii_lowercase + string.digits
+_CSR_VERBS = ["create", "get", "list", "watch"]
+
+
+class JoinError(Exception):
+    """What is wrong and what to do, in one line."""
+
+
+def user(name: str) -> str:
+    return f"{USER_PREFIX}{name}"
+
+
+def bootstrap_group(name: str) -> str:
+    return f"{BOOTSTRAP_GROUP_PREFIX}{name}"
+
+
+def new_token() -> tuple[str, str]:
+    """A bootstrap token's id (6) and secret (16): `[a-z0-9]`, as kube-apiserver wants them."""
+    return (
+        "".join(secrets.choice(_TOKEN_CHARS) for _ in range(6)),
+        "".join(secrets.choice(_TOKEN_CHARS) for _ in range(16)),
+    )
+
+
+def token_secret(name: str, token_id: str, token: str, expires: datetime.datetime) -> Obj:
+    """The bootstrap token Secret: authentication only, for one hour, in the join's group."""
+    data = {
+        "token-id": token_id,
+        "token-secret": token,
+        "expiration": expires.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "usage-bootstrap-authentication": "true",
+        "auth-extra-groups": bootstrap_group(name),
+        "description": f"kubectl mc join {name} --mode pull: its agent's first certificate",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": f"bootstrap-token-{token_id}",
+            "namespace": TOKEN_NAMESPACE,
+            "labels": {"kmc.dev/location": name},
+        },
+        "type": "bootstrap.kubernetes.io/token",
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
+
+
+def location(name: str, labels: dict[str, str], token_id: str) -> Obj:
+    return {
+        "apiVersion": "kmc.dev/v1alpha1",
+        "kind": "Location",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {TOKEN_ANNOTATION: token_id},
+        },
+        "spec": {"mode": "Pull"},
+    }
+
+
+def rbac(name: str) -> list[Obj]:
+    """The hub RBAC of a pull location's agent, and of its join's token: every object here
+    is named for the location (so unjoin removes exactly these) except the shared
+    ClusterRole the token's group is bound to."""
+    lease = f"{LEASE_PREFIX}{name}"
+    role = f"kmc:location:{name}"
+    agent = {"apiGroup": RBAC, "kind": "User", "name": user(name)}
+    return [
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": role, "labels": {"kmc.dev/location": name}},
+            "rules": [
+                {  # its work feed (a watch of it is authorized as get: the path names it)
+                    "apiGroups": ["mc.kmc.dev"],
+                    "resources": ["locations/work"],
+                    "resourceNames": [name],
+                    "verbs": ["get"],
+                },
+                {  # its status report, and the CRDs the hub asks it for (API import)
+                    "apiGroups": ["mc.kmc.dev"],
+                    "resources": ["locations/report", "locations/crds"],
+                    "resourceNames": [name],
+                    "verbs": ["update"],
+                },
+                {  # renewing its certificate (RBAC cannot name what a create makes)
+                    "apiGroups": ["certificates.k8s.io"],
+                    "resources": ["certificatesigningrequests"],
+                    "verbs": _CSR_VERBS,
+                },
+            ],
+        },
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": role, "labels": {"kmc.dev/location": name}},
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": role},
+            "subjects": [agent],
+        },
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "Role",
+            "metadata": {
+                "name": role,
+                "namespace": SYSTEM_NAMESPACE,
+                "labels": {"kmc.dev/location": name},
+            },
+            "rules": [
+                {  # its heartbeat: the Lease join makes, so it needs no create
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "resourceNames": [lease],
+                    "verbs": ["get", "update"],
+                }
+            ],
+        },
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "RoleBinding",
+            "metadata": {
+                "name": role,
+                "namespace": SYSTEM_NAMESPACE,
+                "labels": {"kmc.dev/location": name},
+            },
+            "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": role},
+            "subjects": [agent],
+        },
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": BOOTSTRAPPER_ROLE},
+            "rules": [
+                {
+                    "apiGroups": ["certificates.k8s.io"],
+                    "resources": ["certificatesigningrequests"],
+                    "verbs": _CSR_VERBS,
+                }
+            ],
+        },
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {
+                "name": f"{BOOTSTRAPPER_ROLE}:{name}",
+                "labels": {"kmc.dev/location": name},
+            },
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": BOOTSTRAPPER_ROLE},
+            "subjects": [{"apiGroup": RBAC, "kind": "Group", "name": bootstrap_group(name)}],
+        },
+    ]
+
+
+def lease(name: str) -> Obj:
+    """The agent's Lease, empty: the location is not Ready until its agent renews it."""
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": f"{LEASE_PREFIX}{name}", "namespace": SYSTEM_NAMESPACE},
+        "spec": {},
+    }
+
+
+def path(obj: Obj) -> str:
+    """Where an object of `rbac`, `lease` or `token_secret` lives."""
+    kind, meta = obj["kind"], obj["metadata"]
+    plural = {
+        "ClusterRole": f"{_RBAC_PATH}/clusterroles",
+        "ClusterRoleBinding": f"{_RBAC_PATH}/clusterrolebindings",
+        "Role": f"{_RBAC_PATH}/namespaces/{meta.get('namespace')}/roles",
+        "RoleBinding": f"{_RBAC_PATH}/namespaces/{meta.get('namespace')}/rolebindings",
+        "Lease": f"/apis/coordination.k8s.io/v1/namespaces/{meta.get('namespace')}/leases",
+        "Secret": f"/api/v1/namespaces/{meta.get('namespace')}/secrets",
+    }[kind]
+    return f"{plural}/{meta['name']}"
+
+
+def mode_of(found: Obj) -> str:
+    return str((found.get("spec") or {}).get("mode") or "Push")
+
+
+def join(
+    hub: Client,
+    name: str,
+    labels: dict[str, str],
+    now: datetime.datetime | None = None,
+) -> tuple[str, str, datetime.datetime]:
+    """Make a pull location and its join; (kubectl's verb, the token, when it expires).
+
+    Joining an existing pull location again makes a new token (the old one is refused from
+    then on: the Location names the latest); an existing push location is refused."""
+    from kubectl_mc.kube import KubeError
+
+    NS = SYSTEM_NAMESPACE
+
+    try:
+        existing = hub.get(f"{LOCATIONS}/{name}")
+    except KubeError as err:
+        if err.code != 404:
+            raise
+        existing = None
+    if existing is not None and mode_of(existing) != "Pull":
+        raise JoinError(
+            f"location {name} already exists as a push location (its credential is in a hub "
+            f"Secret): `kubectl mc unjoin {name}` first to join it in pull mode"
+        )
+    token_id, secret = new_token()
+    expires = (now or datetime.datetime.now(datetime.UTC)) + TOKEN_TTL
+    hub.apply(
+        f"/api/v1/namespaces/{NS}",
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": NS, "labels": {"kmc.dev/exclude": "true"}},
+        },
+    )
+    for obj in rbac(name):
+        hub.apply(path(obj), obj)
+    try:
+        hub.get(path(lease(name)))
+    except KubeError as err:
+        if err.code != 404:
+            raise
+        hub.apply(path(lease(name)), lease(name))
+    hub.apply(
+        path(token_secret(name, token_id, secret, expires)),
+        token_secret(name, token_id, secret, expires),
+    )
+    hub.apply(f"{LOCATIONS}/{name}", location(name, labels, token_id))
+    return ("configured" if existing else "joined"), f"{token_id}.{secret}", expires
+
+
+def unjoin(hub: Client, name: str) -> None:
+    """Remove what join made for a pull location but the Location itself: its rights first
+    (what revokes its certificate), then its tokens and its Lease."""
+    from kubectl_mc.kube import KubeError
+
+    gone: list[str] = [
+        path(obj) for obj in rbac(name) if obj["metadata"]["name"] != BOOTSTRAPPER_ROLE
+    ]
+    tokens = hub.get(
+        f"/api/v1/namespaces/{TOKEN_NAMESPACE}/secrets", labelSelector=f"kmc.dev/location={name}"
+    )
+    gone += [
+        f"/api/v1/namespaces/{TOKEN_NAMESPACE}/secrets/{t['metadata']['name']}"
+        for t in tokens.get("items", [])
+        if t.get("type") == "bootstrap.kubernetes.io/token"
+    ]
+    gone.append(path(lease(name)))
+    for each in gone:
+        try:
+            hub.delete(each)
+        except KubeError as err:
+            if err.code != 404:
+                raise
+
+
+def instructions(name: str, token: str, expires: datetime.datetime, server: str, ca: str) -> str:
+    """What to run in the location: a Secret for manifests/agent/, or the agent directly."""
+    when = expires.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ca_note = "" if ca else "  (no CA in your kubeconfig: the agent trusts the system's CAs)\n"
+    return (
+        f"bootstrap token (one use, expires {when}): {token}\n"
+        f"{ca_note}"
+        "In the location's cluster, with the agent's manifests (manifests/agent/):\n"
+        f"  kubectl create namespace {SYSTEM_NAMESPACE}\n"
+        f"  kubectl -n {SYSTEM_NAMESPACE} create configmap kmc-agent "
+        f"--from-literal=location={name} --from-literal=hub-url={server}\n"
+        f"  kubectl -n {SYSTEM_NAMESPACE} create secret generic kmc-agent-join "
+        f"--from-literal=token={token} --from-file=ca.crt=hub-ca.crt\n"
+        "  kubectl apply -k manifests/agent/\n"
+        "or outside a pod:\n"
+        f"  kmc-agent --location {name} --hub-url {server} --hub-ca hub-ca.crt "
+        f"--bootstrap-token {token} --kubeconfig LOCATION-KUBECONFIG\n"
+        + (f"hub-ca.crt:\n{ca}" if ca else "")
+    )
