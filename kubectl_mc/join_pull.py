@@ -11,8 +11,8 @@ makes, on the hub only:
 - the agent's rights, named for it: user `kmc:location:<name>` may get its feed
   (`locations/work`), update its report and CRDs (`locations/report`, `locations/crds`), get
   and update its Lease `kmc-system/kmc-agent-<name>` (made here, so no `create` on leases),
-  and create and read
-  CertificateSigningRequests (to renew); the token's group may create and read them too.
+  and create and read CertificateSigningRequests (to renew); the token's group may create
+  and read them too.
 
 Unjoin deletes those rights (a certificate cannot be revoked: without them it opens
 nothing), the token, the Lease and the Location. The names are kmc-apiserver's too
