@@ -28,8 +28,7 @@ from kmc_testbed import bed, config
 
 from .conftest import VENV_BIN, Kubectl, run_testbed
 from .test_agent import stop, wait_until
-from .test_pull_location import placement, replicas_in
-from .test_testbed import deployment
+from .test_pull_location import replicas_in, split_across
 
 NAME = "pull-join"  # the spare cluster, and its Location
 PUSHED = "us-east"
@@ -255,20 +254,7 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         assert "secretRef" not in hub.json("get", "location", NAME)["spec"]
 
         # Its work arrives through it.
-        web = deployment("web", 4)
-        web["metadata"]["annotations"] = {
-            "kmc.dev/strategy": json.dumps({"type": "Split", "pin": [NAME, PUSHED]})
-        }
-        hub.apply(web, namespace)
-
-        def split() -> tuple[Any, str | None]:
-            where = placement(hub, namespace)
-            there = (replicas_in(cluster, namespace), replicas_in(pushed, namespace))
-            if where == {NAME: 2, PUSHED: 2} and there == (2, 2):
-                return there, None
-            return there, f"placement {where}, replicas in {NAME} and {PUSHED}: {there}"
-
-        wait_until("split across pull and push", split)
+        split_across(hub, (NAME, cluster), (PUSHED, pushed), namespace)
 
         # The token again (an agent with nowhere kept): refused by the hub, nothing made. The
         # hub's kube-apiserver takes a token it accepted in the last 10 s as good without

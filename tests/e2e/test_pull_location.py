@@ -228,6 +228,28 @@ def replicas_in(cluster: Kubectl, namespace: str) -> int | None:
     return int(json.loads(found.stdout)["spec"]["replicas"])
 
 
+def split_across(
+    hub: Kubectl, pull: tuple[str, Kubectl], push: tuple[str, Kubectl], namespace: str
+) -> None:
+    """Apply a Deployment of 4 pinned to a pull and a push location, and wait until each
+    runs 2 of them."""
+    (pull_name, pull_cluster), (push_name, push_cluster) = pull, push
+    web = deployment("web", 4)
+    web["metadata"]["annotations"] = {
+        "kmc.dev/strategy": json.dumps({"type": "Split", "pin": [pull_name, push_name]})
+    }
+    hub.apply(web, namespace)
+
+    def split() -> tuple[Any, str | None]:
+        where = placement(hub, namespace)
+        there = (replicas_in(pull_cluster, namespace), replicas_in(push_cluster, namespace))
+        if where == {pull_name: 2, push_name: 2} and there == (2, 2):
+            return there, None
+        return there, f"placement {where}, replicas in {pull_name} and {push_name}: {there}"
+
+    wait_until("split across pull and push", split)
+
+
 def test_bad_modes_are_refused_with_a_clear_message(
     installed: bed.State, kubectl: dict[str, Kubectl]
 ) -> None:
@@ -278,20 +300,7 @@ def test_a_pull_location_is_ready_from_its_agents_lease_and_gets_its_work_throug
         assert lease["spec"]["leaseDurationSeconds"] == LEASE_SECONDS
 
         # Placed there like anywhere else, and written there by the agent only.
-        web = deployment("web", 4)
-        web["metadata"]["annotations"] = {
-            "kmc.dev/strategy": json.dumps({"type": "Split", "pin": [NAME, PUSHED]})
-        }
-        hub.apply(web, namespace)
-
-        def split() -> tuple[Any, str | None]:
-            where = placement(hub, namespace)
-            there = (replicas_in(cluster, namespace), replicas_in(pushed, namespace))
-            if where == {NAME: 2, PUSHED: 2} and there == (2, 2):
-                return there, None
-            return there, f"placement {where}, replicas in {NAME} and {PUSHED}: {there}"
-
-        wait_until("split across pull and push", split)
+        split_across(hub, (NAME, cluster), (PUSHED, pushed), namespace)
 
         # Its child's status comes back in the agent's report and is folded like a pushed
         # child's: the hub Deployment says 4 of 4 ready, and the pull location's row says
