@@ -10,11 +10,14 @@ does), so its cached folder is named for the patch too.
 
 A cold build of Kubernetes takes a long time on a small machine, so `go build -v` output is
 turned into a progress line with elapsed time. Binaries land in a temporary folder and are
-renamed into place only when every one of them built: a half build is never reused.
+renamed into place only when every one of them built: a half build is never reused. One
+build at a time per cache (a file lock): beds of several checkouts share the cache, and two
+builds would share its source and temporary folders.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -107,7 +110,21 @@ def binary(name: str) -> Path:
 
 
 def ensure_built(log: Log) -> None:
-    """Build whatever is missing from the cache; a warm cache costs nothing."""
+    """Build whatever is missing from the cache; a warm cache costs nothing. Another
+    process's build of the same cache is waited for, then what it left is used."""
+    if all(t.built() for t in TARGETS) and (KWOK.folder / KWOK_CRDS_FILE).is_file():
+        return
+    config.cache_dir().mkdir(parents=True, exist_ok=True)
+    with (config.cache_dir() / "build.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another build of {config.cache_dir()} is running: waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        _build_missing(log)
+
+
+def _build_missing(log: Log) -> None:
     missing = [t for t in TARGETS if not t.built()]
     if not missing:
         if not (KWOK.folder / KWOK_CRDS_FILE).is_file():
