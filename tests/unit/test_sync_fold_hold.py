@@ -59,10 +59,20 @@ def test_a_flipped_condition_a_new_generation_or_the_end_are_not() -> None:
     assert not _partway(status(1, 1, "True"), ended, zero)
 
 
+def first_written_partway(bed: Folding) -> None:
+    """The ceiling of a new object's first hold is up: what it has goes."""
+    record = bed.records.of(KEY)
+    assert record.first_look is not None
+    record.first_look -= bed.folder.hold.first
+
+
 async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
     bed = Folding(60.0)
     await bed.fold(child(0))
-    assert len(bed.hub.writes) == 1  # the first status is written at once
+    first_written_partway(bed)
+    await bed.fold(child(0))
+    assert len(bed.hub.writes) == 1
+    bed.later.clear()
     await bed.fold(child(1))
     await bed.fold(child(2))
     assert len(bed.hub.writes) == 1  # held: the object is looked at again when the hold ends
@@ -78,8 +88,57 @@ async def test_a_new_objects_first_status_waits_for_its_children_to_report() -> 
     bed = Folding(5.0)
     await bed.fold({"metadata": {"name": "web", "namespace": "demo", "generation": 1}})
     assert bed.hub.writes == [] and bed.later == [(KEY, 5.0)]
+    await bed.fold(child(3))
+    assert len(bed.hub.writes) == 1  # its controller has seen it, and all are there: now
+
+
+async def test_a_new_objects_first_status_waits_for_its_counters_up_to_the_ceiling() -> None:
+    """A first status written while pods start would be followed, a moment later, by the
+    settled one: two writes per create. It waits for the counters to reach spec.replicas, at
+    most the hold's ceiling after the object was first seen, and then goes as it is."""
+    bed = Folding(1.0)
     await bed.fold(child(0))
-    assert len(bed.hub.writes) == 1  # its controller has seen it: now
+    await bed.fold(child(2))
+    assert bed.hub.writes == [] and [round(d) for _, d in bed.later] == [10, 10]
+    await bed.fold(child(3))
+    assert len(bed.hub.writes) == 1 and bed.hub.writes[0]["status"]["availableReplicas"] == 3
+    late = Folding(1.0)
+    await late.fold(child(1))
+    first_written_partway(late)
+    await late.fold(child(1))
+    assert len(late.hub.writes) == 1 and late.hub.writes[0]["status"]["availableReplicas"] == 1
+    assert late.folder.hold.settling is None  # not settled yet: nothing learnt
+
+
+def test_a_first_status_waits_about_as_long_as_new_objects_lately_took_to_settle() -> None:
+    """Half as long again, between the partway hold's ceiling and a minute: in a burst the
+    children settle tens of seconds after the first look, alone within seconds."""
+    hold = Hold(1.0, 10.0)
+    assert hold.first == 10.0
+    for _ in range(40):
+        hold.settled(30.0)
+    assert 44.0 < hold.first <= 45.0
+    for _ in range(40):
+        hold.settled(100.0)
+    assert hold.first == 60.0
+    for _ in range(80):
+        hold.settled(2.0)
+    assert hold.first == 10.0
+
+
+async def test_a_first_status_written_partway_teaches_the_wait_when_it_settles() -> None:
+    bed = Folding(1.0)
+    await bed.fold(child(1))
+    first_written_partway(bed)
+    await bed.fold(child(1))
+    record = bed.records.of(KEY)
+    assert record.first_look is not None
+    record.first_look -= 30  # first seen 40 s ago
+    record.folded = (record.folded or 0) - 10
+    await bed.fold(child(3))
+    assert len(bed.hub.writes) == 2 and record.first_look is None
+    settling = bed.folder.hold.settling
+    assert settling is not None and 39.0 < settling < 41.0
 
 
 def test_the_hold_follows_our_status_writes_latency_within_its_bounds() -> None:
@@ -101,6 +160,8 @@ async def test_a_partway_status_after_a_quiet_while_waits_a_hold_too() -> None:
     """Counters that move long after the last write still wait: the settled status, coming
     soon after, is then the one write instead of two."""
     bed = Folding(5.0)
+    await bed.fold(child(0))
+    first_written_partway(bed)
     await bed.fold(child(0))
     record = bed.records.of(KEY)
     assert record.folded is not None

@@ -96,7 +96,7 @@ async def test_the_placed_condition_goes_with_the_first_fold_in_one_write() -> N
     loops.writer.condition(DEPLOYMENT, KEY, obj, "True", "Placed", "us-east=3")
     assert loops.hub.applies == []  # the placement loop writes no status
     assert loops.woken == [KEY]  # the sync loop is told
-    await loops.fold(obj, 0)
+    await loops.fold(obj, 3)
     assert len(loops.hub.applies) == 1
     manager, body = loops.hub.applies[0]
     assert manager == SYNC_MANAGER
@@ -105,14 +105,27 @@ async def test_the_placed_condition_goes_with_the_first_fold_in_one_write() -> N
     assert loops.observed == [body]  # the answer is in the cache at once
 
 
+async def test_a_first_fold_waits_for_the_children_unless_the_placement_is_not_all_well() -> None:
+    """A new object's first status waits for its children to settle, as one write instead
+    of two; a placement that could not place it all is news to say at once."""
+    loops = Loops()
+    obj = hub_object()
+    loops.writer.condition(DEPLOYMENT, KEY, obj, "True", "Placed", "us-east=3")
+    await loops.fold(obj, 1)
+    assert loops.hub.applies == [] and loops.later
+    loops.writer.condition(DEPLOYMENT, KEY, obj, "False", "Unschedulable", "1 of 3 not placed")
+    await loops.fold(obj, 1)
+    assert len(loops.hub.applies) == 1 and types(loops.written())[PLACED] == "False"
+
+
 async def test_a_later_fold_sends_the_hubs_placed_condition_again() -> None:
     """Applied once by `kmc-sync`, Placed would be removed by a fold that left it out."""
     loops = Loops(hold=0.0)
     obj = hub_object()
     loops.writer.condition(DEPLOYMENT, KEY, obj, "True", "Placed", "us-east=3")
-    await loops.fold(obj, 0)
-    obj["status"] = loops.written()
     await loops.fold(obj, 3)
+    obj["status"] = loops.written()
+    await loops.fold(obj, 2)
     assert len(loops.hub.applies) == 2
     assert types(loops.written())[PLACED] == "True"
 
@@ -135,6 +148,10 @@ async def test_an_unchanged_decision_hands_nothing_over_and_a_pending_one_is_com
 async def test_a_condition_that_changes_where_is_written_at_once_not_held() -> None:
     loops = Loops(hold=60.0)
     obj = hub_object()
+    await loops.fold(obj, 0)
+    first_look = loops.records.of(KEY).first_look
+    assert loops.hub.applies == [] and first_look is not None  # a first status waits…
+    loops.records.of(KEY).first_look = first_look - 60  # …a while at most
     await loops.fold(obj, 0)
     obj["status"] = loops.written()
     loops.writer.condition(DEPLOYMENT, KEY, obj, "True", "Placed", "us-east=3")

@@ -4,7 +4,9 @@ The fold itself is pure (`sync/status.py`, with the kind's rules); this writes i
 when it says something new: a status that moves only counters partway to `spec.replicas`
 waits a hold (after the object's last status write, and after it was first seen), while a
 changed condition, a new `observedGeneration` or counters that arrived are written at once
-and take its place. The hold is twenty times what our status writes have been taking lately,
+and take its place. A new object's first status waits for its children to settle (about as
+long as new objects lately took, a minute at most), so a create costs one status write.
+The hold is twenty times what our status writes have been taking lately,
 within a floor and a ceiling (`Hold`): a hub slow to answer is a hub with no room for writes
 that say little.
 
@@ -57,18 +59,35 @@ async def _unobserved(_: str, __: Obj) -> None:
 class Hold:
     """How long a status that only moves counters partway waits after the object's last
     status write: `factor` times the recent latency of our status writes, within
-    [`least`, `most`] seconds. The latency is a moving average over the last writes."""
+    [`least`, `most`] seconds. The latency is a moving average over the last writes.
 
-    def __init__(self, least: float, most: float = 10.0, factor: float = 20.0) -> None:
+    And how long a new object's first status waits for its children to settle: half as long
+    again as new objects have lately taken to settle, within [`most`, `first_most`] seconds.
+    In a burst of creates the children settle tens of seconds after the first look, and a
+    first status written before that is followed by a second when they do."""
+
+    def __init__(
+        self, least: float, most: float = 10.0, factor: float = 20.0, first_most: float = 60.0
+    ) -> None:
         self.least, self.most, self.factor = least, max(least, most), factor
+        self.first_most = max(self.most, first_most)
         self.latency: float | None = None
+        self.settling: float | None = None
 
     def took(self, seconds: float) -> None:
         self.latency = seconds if self.latency is None else 0.8 * self.latency + 0.2 * seconds
 
+    def settled(self, seconds: float) -> None:
+        """A new object's children settled this long after its first look."""
+        self.settling = seconds if self.settling is None else 0.9 * self.settling + 0.1 * seconds
+
     @property
     def seconds(self) -> float:
         return min(self.most, max(self.least, self.factor * (self.latency or 0.0)))
+
+    @property
+    def first(self) -> float:
+        return min(self.first_most, max(self.most, 1.5 * (self.settling or 0.0)))
 
 
 class Folder:
@@ -127,13 +146,21 @@ class Folder:
             self._written(key, pending)
             return
         moment, last, hold = time.monotonic(), record.folded, self.hold.seconds
-        if last is None and not current and not reported(kind.fold_rules, seen, placement):
-            # A new object's first status waits (a hold at most) for its children's
-            # controllers to have seen them: written at once, it would say "on its way", and
-            # the next one, a moment later, what the children say.
+        if last is None and not current:
+            # A new object's first status waits for its children: a hold at most for their
+            # controllers to have seen them, and `Hold.first` at most for their counters to
+            # reach spec.replicas. Written before, it would say "on its way", and the next
+            # write, a moment later, where it got: two status writes per create instead of one.
+            # Unless where it is placed is not all well: that is said at once.
             record.first_look = record.first_look or moment
-            if moment - record.first_look < hold:
-                self.again(key, record.first_look + hold - moment)
+            waited = moment - record.first_look
+            if not reported(kind.fold_rules, seen, placement) and waited < hold:
+                self.again(key, hold - waited)
+                return
+            first = self.hold.first
+            well = placed is None or placed.get("status") == "True"
+            if well and not _arrived(status, hub) and waited < first:
+                self.again(key, first - waited)
                 return
         if last is not None and _partway(current, status, hub):
             # Each such write is a hub write the user's own writes queue behind (a burst of
@@ -145,8 +172,12 @@ class Folder:
             if moment < due:
                 self.again(key, due - moment)
                 return
-        await self._write(kind, hub, status, SYNC_MANAGER, _why(last, current, status, hub))
+        why = _why(last, current, status, hub)
+        await self._write(kind, hub, status, SYNC_MANAGER, why)
         record.folded, record.partway = time.monotonic(), None
+        if record.first_look is not None and _arrived(status, hub):
+            self.hold.settled(moment - record.first_look)
+            record.first_look = None
         self._written(key, pending)
 
     async def placed_alone(self, key: Key, kind: Kind, hub: Obj) -> None:
@@ -235,11 +266,18 @@ def _why(last: float | None, current: Obj, new: Obj, hub: Obj) -> str:
     """Why a fold is written, for the `kmc_status_writes_total` metric."""
     if last is None and not current:
         return "first"
-    wanted = (hub.get("spec") or {}).get("replicas")
-    counted = [f for f in _COUNTERS if f in new or f != "updatedReplicas"]  # a ReplicaSet's lack it
-    if not isinstance(wanted, int) or all(new.get(f, 0) == wanted for f in counted):
+    if _arrived(new, hub):
         return "settled"
     return "partway" if _partway(current, new, hub) else "flipped"
+
+
+def _arrived(status: Obj, hub: Obj) -> bool:
+    """Have the folded counters reached spec.replicas (or has the kind none to reach)?"""
+    wanted = (hub.get("spec") or {}).get("replicas")
+    counted = [
+        f for f in _COUNTERS if f in status or f != "updatedReplicas"
+    ]  # a ReplicaSet's lack it
+    return not isinstance(wanted, int) or all(status.get(f, 0) == wanted for f in counted)
 
 
 def _partway(current: Obj, new: Obj, hub: Obj) -> bool:

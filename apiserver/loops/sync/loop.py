@@ -76,6 +76,9 @@ class Settings:
     # counters that reached spec.replicas are written at once.
     fold_hold: float = 1.0
     fold_hold_most: float = 10.0
+    # A new object's first status waits for its children to settle, about as long as new
+    # objects have lately taken, at most this long (`fold.Hold.first`).
+    fold_first_most: float = 60.0
 
 
 class SyncLoop:
@@ -110,7 +113,7 @@ class SyncLoop:
             self.records,
             recorder,
             self.queue.add_after,
-            Hold(settings.fold_hold, settings.fold_hold_most),
+            Hold(settings.fold_hold, settings.fold_hold_most, first_most=settings.fold_first_most),
             handoff,
             cache.observe,
         )

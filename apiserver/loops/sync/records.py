@@ -27,7 +27,9 @@ class Record:
     # Whether Override or ClusterOverride objects target it (its Overridden condition).
     override_objects: bool = False
     folded: float | None = None  # when we last wrote its status (monotonic clock)
-    first_look: float | None = None  # when its first status was held for its children
+    # When a new object was first looked at, until its children settled (its first status
+    # waits for them, and how long they took tells the next ones how long to wait).
+    first_look: float | None = None
     partway: float | None = None  # since when a partway status waits to be written
     # Whether a move was announced (Moving) and not yet ended (Moved), while the hub's status
     # does not say so yet: a move can start, or even end, while its placement is still on its
