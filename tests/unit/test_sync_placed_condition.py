@@ -107,7 +107,8 @@ async def test_the_placed_condition_goes_with_the_first_fold_in_one_write() -> N
 
 async def test_a_first_fold_waits_for_the_children_unless_the_placement_is_not_all_well() -> None:
     """A new object's first status waits for its children to settle, as one write instead
-    of two; a placement that could not place it all is news to say at once."""
+    of two; a placement that could not place it all is news to say at once (as is any
+    condition of ours that is not True)."""
     loops = Loops()
     obj = hub_object()
     loops.writer.condition(DEPLOYMENT, KEY, obj, "True", "Placed", "us-east=3")

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from apiserver import metrics
 from apiserver.contract import (
+    OURS,
     PLACED,
     PLACEMENT_MANAGER,
     SYNC_MANAGER,
@@ -151,15 +152,15 @@ class Folder:
             # controllers to have seen them, and `Hold.first` at most for their counters to
             # reach spec.replicas. Written before, it would say "on its way", and the next
             # write, a moment later, where it got: two status writes per create instead of one.
-            # Unless where it is placed is not all well: that is said at once.
+            # Unless one of our conditions is not True (not all placed, a child not written,
+            # an override that failed): that is news, said at once.
             record.first_look = record.first_look or moment
             waited = moment - record.first_look
             if not reported(kind.fold_rules, seen, placement) and waited < hold:
                 self.again(key, hold - waited)
                 return
             first = self.hold.first
-            well = placed is None or placed.get("status") == "True"
-            if well and not _arrived(status, hub) and waited < first:
+            if _all_well(status) and not _arrived(status, hub) and waited < first:
                 self.again(key, first - waited)
                 return
         if last is not None and _partway(current, status, hub):
@@ -269,6 +270,15 @@ def _why(last: float | None, current: Obj, new: Obj, hub: Obj) -> str:
     if _arrived(new, hub):
         return "settled"
     return "partway" if _partway(current, new, hub) else "flipped"
+
+
+def _all_well(status: Obj) -> bool:
+    """Is every condition of ours (`kmc.dev/…`) True?"""
+    return all(
+        c.get("status") == "True"
+        for c in status.get("conditions") or []
+        if str(c.get("type", "")).startswith(OURS)
+    )
 
 
 def _arrived(status: Obj, hub: Obj) -> bool:
