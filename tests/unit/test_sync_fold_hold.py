@@ -63,7 +63,7 @@ def first_written_partway(bed: Folding) -> None:
     """The ceiling of a new object's first hold is up: what it has goes."""
     record = bed.records.of(KEY)
     assert record.first_look is not None
-    record.first_look -= bed.folder.hold.first
+    record.first_look -= bed.folder.hold.first_most
 
 
 async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
@@ -99,7 +99,7 @@ async def test_a_new_objects_first_status_waits_for_its_counters_up_to_the_ceili
     bed = Folding(1.0)
     await bed.fold(child(0))
     await bed.fold(child(2))
-    assert bed.hub.writes == [] and [round(d) for _, d in bed.later] == [10, 10]
+    assert bed.hub.writes == [] and [round(d) for _, d in bed.later] == [10, 10]  # one new
     await bed.fold(child(3))
     assert len(bed.hub.writes) == 1 and bed.hub.writes[0]["status"]["availableReplicas"] == 3
     late = Folding(1.0)
@@ -114,16 +114,30 @@ def test_a_first_status_waits_about_as_long_as_new_objects_lately_took_to_settle
     """Half as long again, between the partway hold's ceiling and a minute: in a burst the
     children settle tens of seconds after the first look, alone within seconds."""
     hold = Hold(1.0, 10.0)
-    assert hold.first == 10.0
+    assert hold.first(0.0) == 10.0
     for _ in range(40):
         hold.settled(30.0)
-    assert 44.0 < hold.first <= 45.0
+    assert 44.0 < hold.first(0.0) <= 45.0
     for _ in range(40):
         hold.settled(100.0)
-    assert hold.first == 60.0
+    assert hold.first(0.0) == 60.0
     for _ in range(80):
         hold.settled(2.0)
-    assert hold.first == 10.0
+    assert hold.first(0.0) == 10.0
+
+
+def test_a_first_status_waits_longer_while_many_new_objects_came_lately() -> None:
+    """A burst's objects all come before any has settled: their number is the sign."""
+    hold = Hold(1.0, 10.0)
+    hold.new_object(100.0)
+    assert hold.first(100.0) == 10.1  # one create alone: ten seconds
+    for i in range(199):
+        hold.new_object(100.0 + i / 10)
+    assert hold.first(120.0) == 30.0  # 200 within the minute
+    for i in range(1000):
+        hold.new_object(120.0 + i / 100)
+    assert hold.first(130.0) == 60.0  # a thousand: the ceiling
+    assert hold.first(300.0) == 10.0  # a quiet minute later, forgotten
 
 
 async def test_a_first_status_written_partway_teaches_the_wait_when_it_settles() -> None:
@@ -133,12 +147,12 @@ async def test_a_first_status_written_partway_teaches_the_wait_when_it_settles()
     await bed.fold(child(1))
     record = bed.records.of(KEY)
     assert record.first_look is not None
-    record.first_look -= 30  # first seen 40 s ago
+    record.first_look -= 30  # first seen 90 s ago
     record.folded = (record.folded or 0) - 10
     await bed.fold(child(3))
     assert len(bed.hub.writes) == 2 and record.first_look is None
     settling = bed.folder.hold.settling
-    assert settling is not None and 39.0 < settling < 41.0
+    assert settling is not None and 89.0 < settling < 91.0
 
 
 def test_the_hold_follows_our_status_writes_latency_within_its_bounds() -> None:

@@ -24,6 +24,7 @@ for, and as the Events `Moving` and `Moved` when it starts and ends.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 
 from apiserver import metrics
@@ -62,10 +63,13 @@ class Hold:
     status write: `factor` times the recent latency of our status writes, within
     [`least`, `most`] seconds. The latency is a moving average over the last writes.
 
-    And how long a new object's first status waits for its children to settle: half as long
-    again as new objects have lately taken to settle, within [`most`, `first_most`] seconds.
-    In a burst of creates the children settle tens of seconds after the first look, and a
-    first status written before that is followed by a second when they do."""
+    And how long a new object's first status waits for its children to settle, within
+    [`most`, `first_most`] seconds: half as long again as new objects have lately taken to
+    settle, and longer while many new objects came in the last `first_most` seconds (`most`
+    more for every hundred). In a burst of creates the children settle tens of seconds after
+    the first look, and a first status written before that is followed by a second when
+    they do; a burst's objects all come before any of them has settled, so their number is
+    the first sign of it."""
 
     def __init__(
         self, least: float, most: float = 10.0, factor: float = 20.0, first_most: float = 60.0
@@ -74,6 +78,7 @@ class Hold:
         self.first_most = max(self.most, first_most)
         self.latency: float | None = None
         self.settling: float | None = None
+        self.news: deque[float] = deque()  # when each recent new object was first looked at
 
     def took(self, seconds: float) -> None:
         self.latency = seconds if self.latency is None else 0.8 * self.latency + 0.2 * seconds
@@ -86,9 +91,14 @@ class Hold:
     def seconds(self) -> float:
         return min(self.most, max(self.least, self.factor * (self.latency or 0.0)))
 
-    @property
-    def first(self) -> float:
-        return min(self.first_most, max(self.most, 1.5 * (self.settling or 0.0)))
+    def new_object(self, moment: float) -> None:
+        self.news.append(moment)
+
+    def first(self, moment: float) -> float:
+        while self.news and self.news[0] < moment - self.first_most:
+            self.news.popleft()
+        burst = self.most * (1 + len(self.news) / 100)
+        return min(self.first_most, max(burst, 1.5 * (self.settling or 0.0)))
 
 
 class Folder:
@@ -154,12 +164,14 @@ class Folder:
             # write, a moment later, where it got: two status writes per create instead of one.
             # Unless one of our conditions is not True (not all placed, a child not written,
             # an override that failed): that is news, said at once.
-            record.first_look = record.first_look or moment
+            if record.first_look is None:
+                record.first_look = moment
+                self.hold.new_object(moment)
             waited = moment - record.first_look
             if not reported(kind.fold_rules, seen, placement) and waited < hold:
                 self.again(key, hold - waited)
                 return
-            first = self.hold.first
+            first = self.hold.first(moment)
             if _all_well(status) and not _arrived(status, hub) and waited < first:
                 self.again(key, first - waited)
                 return
