@@ -919,7 +919,8 @@ def ensure_crds(cluster: Cluster, docs: list[Any], what: str) -> None:
     names = []
     for crd in docs:
         names.append(crd["metadata"]["name"])
-        resp = client.request("POST", crds, crd)
+        # Generous: a new apiserver on a loaded machine takes seconds over the Gateway API's.
+        resp = client.request("POST", crds, crd, timeout=60.0)
         if resp.status not in (201, 409):
             raise BedError(f"cannot create CRD {names[-1]} in {cluster.name}: {resp.body[:300]!r}")
 

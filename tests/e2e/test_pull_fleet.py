@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -262,6 +263,15 @@ def pinned(name: str, replicas: int) -> dict[str, Any]:
     return obj
 
 
+def stop(component: str) -> None:
+    """`hack/testbed stop COMPONENT` (SIGKILL), in this process: a new `hack/testbed` process
+    takes a second to start, and the agent writes many objects in a second."""
+    with bed.locked():
+        state = bed.load()
+        assert state is not None
+        bed.kill(state, component, signal.SIGKILL)
+
+
 def ours_in_child(namespace: str) -> dict[str, dict[str, Any]]:
     """Our Deployments in the pull child, straight from its API server (fast enough to catch
     the agent mid-sync)."""
@@ -290,7 +300,7 @@ def test_the_agent_killed_mid_sync_and_restarted_leaves_each_object_exactly_once
     while not (written := ours_in_child(namespace)):
         assert time.monotonic() < deadline, "the agent wrote none of the 30 Deployments"
         time.sleep(0.05)
-    run_testbed("stop", AGENT)
+    stop(AGENT)
     at_kill = len(ours_in_child(namespace))
     assert 0 < at_kill < len(names), f"not killed mid-sync: {at_kill} of 30 written"
     log(f"agent killed with {at_kill} of 30 written ({sorted(written)[:3]}…)")
