@@ -40,6 +40,11 @@ Log = Callable[[str], None]
 
 HUB = "hub"
 KMC = "kmc-apiserver"
+PUSH, PULL = "push", "pull"  # how a child is joined: the hub dials it, or its agent dials out
+AGENT = "kmc-agent"  # a pull child's agent: component `kmc-agent-NAME`
+HUB_PATH = "hub-path"  # its way to the hub (`hubpath.py`): component `hub-path-NAME`
+AGENT_LEASE = 12  # the agents' --lease-duration on the bed, in seconds
+IDENTITY_SECRET = ("kmc-system", "kmc-agent-identity")  # where an agent keeps its certificate
 GRACE = 8  # kmc-apiserver's grace period and cooldown on the bed, in seconds
 CAPACITY_HOLD = 30  # how long a location short of room keeps its lowered share on the bed
 DEFAULT_CHILDREN: dict[str, dict[str, str]] = {
@@ -96,10 +101,15 @@ class Cluster:
     labels: dict[str, str]
     ports: dict[str, int]
     apiserver_args: list[str] = field(default_factory=list)  # e.g. --runtime-config=…
+    mode: str = PUSH  # PULL: joined with `--mode pull`, its agent a component of the bed
 
     @property
     def kinds(self) -> tuple[str, ...]:
         return HUB_KINDS if self.role == HUB else CHILD_KINDS
+
+    @property
+    def pull(self) -> bool:
+        return self.role != HUB and self.mode == PULL
 
     @property
     def server(self) -> str:
@@ -131,7 +141,19 @@ class State:
             out += [(f"{c.name}-{kind}", c, kind) for c in self.clusters if kind in c.kinds]
         if self.kmc_port is not None:
             out.append((KMC, None, KMC))
+            for c in self.clusters:
+                if c.pull:
+                    out.append((f"{HUB_PATH}-{c.name}", c, HUB_PATH))
+                    out.append((f"{AGENT}-{c.name}", c, AGENT))
         return out
+
+    def agents(self) -> list[str]:
+        """The components of every pull child that has joined: its hub path and its agent."""
+        return [
+            name
+            for name, cluster, kind in self.components()
+            if kind in (HUB_PATH, AGENT) and cluster is not None and joined(cluster)
+        ]
 
 
 # ---------------------------------------------------------------------------------------
@@ -185,9 +207,12 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def new_cluster(name: str, role: str, labels: dict[str, str]) -> Cluster:
+def new_cluster(name: str, role: str, labels: dict[str, str], mode: str = PUSH) -> Cluster:
     kinds = HUB_KINDS if role == HUB else CHILD_KINDS
-    return Cluster(name, role, dict(labels), dict(zip(kinds, free_ports(len(kinds)), strict=True)))
+    if mode == PULL:
+        kinds = (*kinds, HUB_PATH)
+    ports = dict(zip(kinds, free_ports(len(kinds)), strict=True))
+    return Cluster(name, role, dict(labels), ports, mode=mode)
 
 
 def initial_state() -> State:
@@ -254,6 +279,13 @@ def write_files(state: State) -> None:
             proxy = pki.ensure_cert(p, "front-proxy-client", fp, "front-proxy-client")
             write_admission_config(cluster.folder, proxy)
             write_audit_policy(cluster.folder)
+        if cluster.pull:
+            # All its agent is given of its own cluster (and of no other).
+            kubeconfig.write(
+                agent_kubeconfig(cluster),
+                [kubeconfig.entry(cluster.name, cluster.server, ca.cert, admin.cert, admin.key)],
+                cluster.name,
+            )
         entries.append(
             kubeconfig.entry(cluster.name, cluster.server, ca.cert, admin.cert, admin.key)
         )
@@ -330,6 +362,10 @@ def command(state: State, cluster: Cluster | None, kind: str) -> list[str]:
     if kind == KMC:
         return _kmc_command(state)
     assert cluster is not None
+    if kind == AGENT:
+        return _agent_command(state, cluster)
+    if kind == HUB_PATH:
+        return _hub_path_command(state, cluster)
     port = cluster.ports[kind]
     p = cluster.folder / "pki"
     kubeconf = cluster.folder / f"{kind}.kubeconfig"
@@ -494,6 +530,81 @@ def _kmc_command(state: State) -> list[str]:
     ]
 
 
+def agent_folder(cluster: Cluster) -> Path:
+    return cluster.folder / AGENT
+
+
+def agent_kubeconfig(cluster: Cluster) -> Path:
+    """A pull child's agent's kubeconfig: its own cluster only."""
+    return agent_folder(cluster) / "kubeconfig"
+
+
+def agent_token(cluster: Cluster) -> Path:
+    """The bootstrap token its join printed: the agent trades it for a certificate on its
+    first start; later starts use the certificate kept in its cluster."""
+    return agent_folder(cluster) / "token"
+
+
+def joined(cluster: Cluster) -> bool:
+    """A pull child that `kubectl mc join --mode pull` has made a Location for."""
+    return cluster.pull and agent_token(cluster).exists()
+
+
+def hub_url(cluster: Cluster) -> str:
+    """The hub as a pull child's agent reaches it: through its hub path."""
+    return f"https://127.0.0.1:{cluster.ports[HUB_PATH]}"
+
+
+def _agent_command(state: State, cluster: Cluster) -> list[str]:
+    """kmc-agent from the working tree, given only its own cluster's kubeconfig, the hub's URL
+    (through its hub path) and CA, and the bootstrap token; kept in the bed's state so a
+    restart (`start`, `up`) is the same agent, which finds its certificate in its cluster."""
+    hub = state.cluster(HUB)
+    return [
+        str(config.REPO_ROOT / ".venv" / "bin" / "python"),
+        "-m",
+        "apiserver.agent",
+        f"--location={cluster.name}",
+        f"--hub-url={hub_url(cluster)}",
+        f"--hub-ca={hub.folder / 'pki' / 'ca.crt'}",
+        f"--bootstrap-token-file={agent_token(cluster)}",
+        f"--kubeconfig={agent_kubeconfig(cluster)}",
+        "--retry=1",
+        # Short, so e2e tests see a lost agent's location go not Ready within seconds.
+        f"--lease-duration={AGENT_LEASE}",
+    ]
+
+
+def _hub_path_command(state: State, cluster: Cluster) -> list[str]:
+    return [
+        str(config.REPO_ROOT / ".venv" / "bin" / "python"),
+        str(config.REPO_ROOT / "hack" / "kmc_testbed" / "hubpath.py"),
+        str(cluster.ports[HUB_PATH]),
+        str(state.cluster(HUB).ports["apiserver"]),
+    ]
+
+
+def identity_kept(cluster: Cluster) -> bool:
+    """The agent has joined: its certificate is kept in its cluster."""
+    namespace, name = IDENTITY_SECRET
+    try:
+        resp = admin_client(cluster).request(
+            "GET", f"/api/v1/namespaces/{namespace}/secrets/{name}", timeout=5.0
+        )
+    except OSError:
+        return False
+    return resp.status == 200
+
+
+def forget_identity(cluster: Cluster) -> None:
+    """Delete the certificate an agent keeps in its cluster, so its next start joins anew."""
+    namespace, name = IDENTITY_SECRET
+    path = f"/api/v1/namespaces/{namespace}/secrets/{name}"
+    resp = admin_client(cluster).request("DELETE", path, timeout=10.0)
+    if resp.status not in (200, 202, 404):
+        raise BedError(f"cannot delete {namespace}/{name} in {cluster.name}: {resp.body[:300]!r}")
+
+
 def _apiserver_command(state: State, cluster: Cluster) -> list[str]:
     p = cluster.folder / "pki"
     cmd = [
@@ -589,7 +700,7 @@ def _ports_of(state: State, cluster: Cluster | None, kind: str) -> list[int]:
     if kind == KMC:
         return [state.kmc_port] if state.kmc_port else []
     assert cluster is not None
-    return [cluster.ports[kind]]
+    return [cluster.ports[kind]] if kind in cluster.ports else []
 
 
 def log_path(component: str) -> Path:
@@ -681,10 +792,22 @@ def _ready_check(state: State, cluster: Cluster | None, kind: str) -> Callable[[
     if kind == KMC:
         return kmc_ready
     assert cluster is not None
+    if kind == AGENT:
+        return functools.partial(_agent_ready, state, f"{AGENT}-{cluster.name}", cluster)
     if kind == "apiserver":
         return lambda: admin_client(cluster).ok("/readyz")
     port = cluster.ports[kind]
     return lambda: _port_in_use(port)
+
+
+def _agent_ready(state: State, component: str, cluster: Cluster) -> bool:
+    """Running, with its certificate kept in its cluster; an agent that exited (a token
+    refused, a CSR denied) fails at once with what it said."""
+    if not alive(state, component):
+        raise BedError(
+            f"{component} exited: {_last_log_line(component)} (see {log_path(component)})"
+        )
+    return identity_kept(cluster)
 
 
 def kmc_ready() -> bool:
@@ -747,6 +870,9 @@ def up(log: Log, extra: Cluster | None = None) -> State:
             120.0,
             f"{cluster.name}-controller-manager",
         )
+    # The agents of pull children already joined (after a machine restart: they find their
+    # certificates in their clusters); `install` joins the others and starts theirs.
+    ensure_running(state, state.agents(), log)
     return state
 
 
@@ -793,7 +919,8 @@ def ensure_crds(cluster: Cluster, docs: list[Any], what: str) -> None:
     names = []
     for crd in docs:
         names.append(crd["metadata"]["name"])
-        resp = client.request("POST", crds, crd)
+        # Generous: a new apiserver on a loaded machine takes seconds over the Gateway API's.
+        resp = client.request("POST", crds, crd, timeout=60.0)
         if resp.status not in (201, 409):
             raise BedError(f"cannot create CRD {names[-1]} in {cluster.name}: {resp.body[:300]!r}")
 

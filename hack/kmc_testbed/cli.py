@@ -36,24 +36,12 @@ def cmd_up(_: argparse.Namespace) -> None:
 
 
 def cmd_add(args: argparse.Namespace) -> None:
-    labels = bed.parse_labels(args.labels)
-    with bed.locked():
-        state = bed.load()
-        if state is None:
-            raise bed.BedError("the test bed is not up; run `hack/testbed up` first")
-        bed.validate_new_name(state, args.name)
-        labels.setdefault("topology.kubernetes.io/zone", args.name)
-        state = bed.up(log, extra=bed.new_cluster(args.name, "child", labels))
+    state = install.add(args.name, bed.parse_labels(args.labels), log, pull=args.pull)
     print(clusters_table(state))
 
 
 def cmd_remove(args: argparse.Namespace) -> None:
-    with bed.locked():
-        state = _loaded()
-        state.cluster(args.name)
-        if state.kmc_port is not None:
-            install.unjoin(args.name)
-        bed.remove(state, args.name, log)
+    install.remove(args.name, log)
 
 
 def cmd_install(_: argparse.Namespace) -> None:
@@ -115,7 +103,7 @@ def _port(state: bed.State, cluster: bed.Cluster | None, kind: str) -> int | Non
         return state.etcd_ports["client"]
     if kind == bed.KMC:
         return state.kmc_port
-    return cluster.ports[kind] if cluster else None
+    return cluster.ports.get(kind) if cluster else None
 
 
 def cmd_clusters(_: argparse.Namespace) -> None:
@@ -137,7 +125,7 @@ def clusters_table(state: bed.State) -> str:
         rows.append(
             [
                 c.name,
-                "hub" if c.role == bed.HUB else "location",
+                "hub" if c.role == bed.HUB else ("pull location" if c.pull else "location"),
                 readiness,
                 version,
                 f"{ready}/{nodes}" if c.role != bed.HUB else "-",
@@ -181,8 +169,16 @@ def parser() -> argparse.ArgumentParser:
     add.add_argument(
         "--labels", default="", help="k=v,… traits, e.g. topology.kubernetes.io/region=ap"
     )
+    add.add_argument(
+        "--pull",
+        action="store_true",
+        help="a pull location: joined with `kubectl mc join --mode pull`, its kmc-agent run "
+        "beside it (component kmc-agent-NAME); kmc-apiserver never gets its kubeconfig",
+    )
     add.set_defaults(func=cmd_add)
-    remove = sub.add_parser("remove", help="stop a child cluster and delete its data")
+    remove = sub.add_parser(
+        "remove", help="unjoin a child cluster (drained), stop it (and its agent), delete its data"
+    )
     remove.add_argument("name")
     remove.set_defaults(func=cmd_remove)
     reconfigure = sub.add_parser(

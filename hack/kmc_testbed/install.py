@@ -5,6 +5,11 @@ and FlowSchemas), kmc-apiserver runs from the working tree as one more component
 (so `stop`/`start kmc-apiserver` work like for a child) with a token of that ServiceAccount
 (`bed.kmc_credentials`), not an admin's, and every running child is joined with the real
 `kubectl mc join`. Idempotent: run it again after `add` and only the new child is joined.
+
+A pull child (`hack/testbed add NAME --pull`) is joined with `kubectl mc join NAME --mode
+pull` instead, never push: kmc-apiserver gets nothing of it, and its agent (`kmc-agent-NAME`,
+a component of the bed) is given only its own cluster's kubeconfig, the hub's URL and CA and
+the token the join printed (`join_pull`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import signal
 import subprocess
 from typing import Any
 
@@ -78,7 +85,11 @@ def install(state: bed.State, log: bed.Log) -> None:
     for cluster in state.clusters:
         if cluster.role == bed.HUB or not bed.alive(state, f"{cluster.name}-apiserver"):
             continue
-        labels = ",".join(f"{k}={v}" for k, v in sorted(cluster.labels.items()))
+        if cluster.pull:
+            join_pull(state, cluster, log)
+            joined.add(cluster.name)
+            continue
+        labels = _labels(cluster)
         log(f"joining {cluster.name}")
         kubectl(
             "mc",
@@ -92,6 +103,76 @@ def install(state: bed.State, log: bed.Log) -> None:
         )
         joined.add(cluster.name)
     bed.wait_for("every Location Ready", lambda: _all_ready(joined), 60.0, bed.KMC)
+
+
+def _labels(cluster: bed.Cluster) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(cluster.labels.items()))
+
+
+TOKEN_LINE = re.compile(r"bootstrap token \(one use, expires [^)]+\): (\S+)")
+
+
+def join_pull(state: bed.State, cluster: bed.Cluster, log: bed.Log) -> None:
+    """Join a pull child as a person would (`kubectl mc join NAME --mode pull` on the hub,
+    the agent started in the location with the token it printed), then keep its agent
+    running. Idempotent: an agent whose certificate is kept in its cluster and whose pull
+    Location exists is only started if it is not running; otherwise it joins anew (a new
+    token; a certificate kept from an earlier join is dropped, its rights are gone)."""
+    location = kubectl("get", "location", cluster.name, "-o", "json", check=False)
+    is_pull = (
+        location.returncode == 0
+        and (json.loads(location.stdout).get("spec") or {}).get("mode") == "Pull"
+    )
+    if not (is_pull and bed.joined(cluster) and bed.identity_kept(cluster)):
+        log(f"joining {cluster.name} (pull)")
+        agent = f"{bed.AGENT}-{cluster.name}"
+        bed.kill(state, agent, signal.SIGTERM)
+        bed.forget_identity(cluster)
+        labels = _labels(cluster)
+        printed = kubectl(
+            "mc", "join", cluster.name, "--mode", "pull", *(["--labels", labels] if labels else [])
+        ).stdout
+        found = TOKEN_LINE.search(printed)
+        if not found:
+            raise bed.BedError(f"`kubectl mc join {cluster.name} --mode pull` printed no token")
+        token = bed.agent_token(cluster)
+        token.parent.mkdir(parents=True, exist_ok=True)
+        tmp = token.with_suffix(".tmp")
+        tmp.write_text(found.group(1) + "\n")
+        tmp.chmod(0o600)
+        tmp.replace(token)
+    bed.ensure_running(state, [n for n in state.agents() if n.endswith(f"-{cluster.name}")], log)
+
+
+def add(name: str, labels: dict[str, str], log: bed.Log, pull: bool = False) -> bed.State:
+    """`hack/testbed add NAME [--pull]`: one more child, started as `up` starts one. A pull
+    child is joined at once when kmc-apiserver is installed (`install` joins it otherwise),
+    and waited for until its Location is Ready. Takes the bed's lock."""
+    with bed.locked():
+        state = bed.load()
+        if state is None:
+            raise bed.BedError("the test bed is not up; run `hack/testbed up` first")
+        bed.validate_new_name(state, name)
+        labels = {"topology.kubernetes.io/zone": name, **labels}
+        mode = bed.PULL if pull else bed.PUSH
+        state = bed.up(log, extra=bed.new_cluster(name, "child", labels, mode))
+        if pull and state.kmc_port is not None:
+            join_pull(state, state.cluster(name), log)
+            bed.wait_for(f"Location {name} Ready", lambda: _all_ready({name}), 90.0, None)
+        return state
+
+
+def remove(name: str, log: bed.Log) -> None:
+    """`hack/testbed remove NAME`: unjoin (drains it: a pull child through its agent), then
+    stop its components, agent included, and delete its data. Takes the bed's lock."""
+    with bed.locked():
+        state = bed.load()
+        if state is None:
+            raise bed.BedError("the test bed is not up; run `hack/testbed up` first")
+        state.cluster(name)
+        if state.kmc_port is not None:
+            unjoin(name)
+        bed.remove(state, name, log)
 
 
 def register(port: int) -> None:
