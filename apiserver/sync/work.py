@@ -6,9 +6,11 @@ it holds is made by `desired.location_child`, the function the push sync loop ap
 so push and pull cannot differ. Pure: the hub objects, Locations and policies are the
 caller's to read.
 
-An entry is a child object, or `Kept`: its overrides do not apply in this location, and, as
-the push loop does, the child is left as it was (its last version sent stays the agent's to
-keep; never a reason to delete it).
+An entry is a child object, or `Kept`: the child is left as it was, as the push loop leaves
+it, because its overrides do not apply in this location, or because the handover step says
+so (the location's numbers are last known ones, or a follower waits for its namespace's
+workloads to leave; `loops/sync/steps.py`). Its last version sent stays the agent's to keep;
+never a reason to delete it.
 """
 
 from __future__ import annotations
