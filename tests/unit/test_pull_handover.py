@@ -5,12 +5,17 @@ placement's goal."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
 
+import pytest
+
 from apiserver.contract import ORIGIN, PLACEMENT
+from apiserver.feed import work
 from apiserver.feed.work import Feeds
 from apiserver.hubcache import HubCache
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT, Key
@@ -320,3 +325,24 @@ def test_kept_names_stale_locations_and_followers_waiting_for_their_workloads() 
     stale = {"far": "unreachable since then"}
     kept = kept_where({"a", "b", "far"}, {"a": 1, "new": 2, "far": 3}, {"gone"}, stale)
     assert kept == {"b": FOLLOWERS_STAY, "far": "left as it is: unreachable since then"}
+
+
+async def test_the_feed_waits_for_the_loops_first_pass_but_not_forever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with bed() as b:
+        b.sync.steps.primed.clear()
+        gone = Key("NoSuchKind", "shop", "gone")
+        b.sync._unprimed = {WEB, gone}
+        monkeypatch.setattr(work, "PRIMED_WAIT", 0.05)
+        started = time.monotonic()
+        await b.feeds.decided()  # not primed: gives up after PRIMED_WAIT
+        assert time.monotonic() - started >= 0.05
+        await b.sync._look(gone)  # a hub object gone since: looked at all the same
+        assert not b.sync.steps.primed.is_set()
+        b.sync._unprimed.discard(WEB)
+        b.sync._primed_if_done()
+        assert b.sync.steps.primed.is_set()
+        monkeypatch.setattr(work, "PRIMED_WAIT", 30.0)
+        async with asyncio.timeout(5):
+            await b.feeds.decided()  # primed: at once
