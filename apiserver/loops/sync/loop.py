@@ -59,7 +59,8 @@ from apiserver.sync.handover import Child, plan
 from apiserver.sync.report import WAITING, LocationState, location_states
 from apiserver.workqueue import WorkQueue
 
-SILENT = "its agent has not reported"
+# Stable wording (no age in it): a step's `kept` reason is made from it.
+SILENT = f"its agent has not reported for over {SILENT_AFTER:.0f} s, showing its last known status"
 
 
 @dataclass(frozen=True)
@@ -259,9 +260,7 @@ class SyncLoop:
         handovers stop counting its last reported numbers (`Progress.stale`)."""
         while True:
             await asyncio.sleep(self.settings.count_interval)
-            silent = frozenset(
-                name for name, why in self.progress.stale().items() if why.startswith(SILENT)
-            )
+            silent = frozenset(name for name, why in self.progress.stale().items() if why == SILENT)
             if silent != self._silent:
                 self._silent = silent
                 self._enqueue_all()
@@ -352,14 +351,15 @@ class SyncLoop:
             if kind.folds:
                 await self.folder.placed_alone(key, kind, hub)
             return
+        stale = self.progress.stale()
+        held = held_by_scalers(self.cache, key, kind, placement)
+        # Decided (and recorded for the pull locations' feeds) before any write.
+        shares, deletable, waiting = self._decide(key, kind, hub, placement, children, stale, held)
         if not handed:
             # A handed-over placement's own write brings the finalizer.
             added = await hubwrites.add_finalizer(self.hub, kind, hub, CLEANUP)
             if added is not None:
                 await self.cache.observe(kind.key, added)
-        stale = self.progress.stale()
-        held = held_by_scalers(self.cache, key, kind, placement)
-        shares, deletable, waiting = self._decide(key, kind, hub, placement, children, stale, held)
         applied = await asyncio.gather(
             *(
                 self.bounded.run(
@@ -583,8 +583,8 @@ class Progress:
                 reported = self.children.reports.get(name)
                 if reported is None:
                     stale[name] = WAITING
-                elif (quiet := self.children.reports.clock() - reported.received) > SILENT_AFTER:
-                    stale[name] = f"{SILENT} for {int(quiet)} s, showing its last known status"
+                elif self.children.reports.clock() - reported.received > SILENT_AFTER:
+                    stale[name] = SILENT
             elif not up or name not in self.children.watches:
                 since = ready.get("lastTransitionTime", "?") if ready else "?"
                 stale[name] = f"unreachable since {since}, showing its last known status"
