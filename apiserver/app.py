@@ -207,7 +207,8 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     imports.verdicts.connect(placement.exclude)
     app[DECIDER] = placement.decider
     app[PROGRESS] = sync.progress
-    app[FEEDS] = Feeds(cache)  # pull locations' work, computed from the same cache
+    # Pull locations' work, computed from the same cache, with the sync loop's handover steps.
+    app[FEEDS] = Feeds(cache, sync.steps)
     app[VIEW_ROWS] = ViewRows(cache, placement.decider, sync.progress)
     app[REMOTE_CACHES] = RemoteCaches(options.remote_cache_idle, options.remote_cache_max_objects)
     app[CHILD_AUTHZ] = ChildAuthorizers(

@@ -5,7 +5,8 @@ annotated `k8s.io/initial-events-end` (`feed/handlers.py`). Until a first whole 
 arrived the agent does nothing but apply: it cannot know what is no longer wanted. After a
 reconnect, the new whole state replaces the old one, and only then does what the old one had
 and the new one lacks go: a lost connection never deletes anything. An object the feed keeps
-(`mc.kmc.dev/kept`: its overrides do not apply there) is left as it is, never deleted.
+(`mc.kmc.dev/kept`: its overrides do not apply there, or the hub's handover step leaves it
+as it is) is left as it is, never deleted.
 """
 
 from __future__ import annotations

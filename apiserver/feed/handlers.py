@@ -52,6 +52,7 @@ async def work(request: web.Request) -> web.StreamResponse:
     await request.app[HUB_CACHE].wait_synced()
     if not feeds.knows(location):
         raise errors.not_found("locations", MC_GROUP, location)
+    await feeds.decided()
     if watching:
         return await _watch(request, feeds, location, timeout)
     entries = feeds.work(location)

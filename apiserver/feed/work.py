@@ -2,14 +2,20 @@
 
 Nothing is stored: a list computes the location's work from the hub objects, Locations and
 PlacementPolicies kmc-apiserver caches anyway (`sync/work.py` per object, which makes the
-child with the push sync loop's own function). A watcher is told which hub objects changed
-and computes only their entries again; a change to what every entry may read (a Location's
-labels, a PlacementPolicy, a hub Namespace, an autoscaler) has it compute them all.
+child with the push sync loop's own function). Each child's share is the handover step the
+sync loop decided for its object over all locations (`loops/sync/steps.py`), not the
+placement's goal, so a move onto or off a pull location is make-before-break; a child the
+step keeps as it is is served `Kept`. An object the loop has not decided yet (new since it
+started) is served its placement. A watcher is told which hub objects changed, or had a new
+step, and computes only their entries again; a change to what every entry may read (a
+Location's labels, a PlacementPolicy, a hub Namespace, an autoscaler) has it compute them
+all.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -18,9 +24,14 @@ from apiserver.contract import only_status_changed, read_placement
 from apiserver.hubcache import HubCache
 from apiserver.kinds import Key, Kind, Role
 from apiserver.loops.sync.loop import held_by_scalers
+from apiserver.loops.sync.steps import Steps
 from apiserver.models.override_index import read as read_override
 from apiserver.objects import Obj
-from apiserver.sync.work import Entry, WorkKey, entry_for, with_namespaces
+from apiserver.sync.work import Entry, Kept, WorkKey, entry_for, with_namespaces
+
+# How long a feed's first whole state waits for the sync loop's first steps (a replica that
+# does not lead never decides: it serves the placements after this).
+PRIMED_WAIT = 60.0
 
 
 @dataclass(eq=False)  # one watch is one watcher: hashed by identity
@@ -43,9 +54,11 @@ class Watcher:
 class Feeds:
     """Every location's work feed, as asked: `work` for a list, `watch` for a watcher."""
 
-    def __init__(self, cache: HubCache) -> None:
+    def __init__(self, cache: HubCache, steps: Steps) -> None:
         self.cache = cache
+        self.steps = steps
         self.watchers: set[Watcher] = set()
+        steps.subscribe(self._on_step)
         cache.subscribe(self._on_object)
         cache.namespaces.subscribe(self._on_namespace)
         cache.locations.subscribe(self._on_location)
@@ -88,8 +101,13 @@ class Feeds:
         labels = self._labels(location)
         if labels is None:
             return None  # no such Location: it holds nothing
+        step = self.steps.get(key)
+        if step is not None and location in step.kept:
+            return work_key(kind, key), Kept(step.kept[location])
         held = location in held_by_scalers(self.cache, key, kind, read_placement(typed))
-        found = entry_for(typed, kind, location, self.cache.child_inputs(kind, typed), held)
+        shares = step.shares if step is not None else None
+        inputs = self.cache.child_inputs(kind, typed)
+        found = entry_for(typed, kind, location, inputs, held, shares)
         return None if found is None else (work_key(kind, key), found)
 
     def _labels(self, location: str) -> dict[str, str] | None:
@@ -97,6 +115,14 @@ class Feeds:
         if found is None:
             return None
         return dict(found["metadata"].get("labels") or {})
+
+    async def decided(self) -> None:
+        """Wait (at most `PRIMED_WAIT`) for the sync loop to have decided every object it
+        found at its start: before that a whole state could serve the goal of an object in
+        the middle of a move."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(PRIMED_WAIT):  # never wait_for: leader.py
+                await self.steps.primed.wait()
 
     def knows(self, location: str) -> bool:
         return self.cache.locations.get(location) is not None
@@ -127,6 +153,12 @@ class Feeds:
             self._wake_all()
             return
         key = Key.of(kind, obj)
+        for watcher in self.watchers:
+            watcher.keys.add(key)
+            watcher.woken.set()
+
+    def _on_step(self, key: Key) -> None:
+        """The sync loop decided a new step for an object: its entries may have changed."""
         for watcher in self.watchers:
             watcher.keys.add(key)
             watcher.woken.set()

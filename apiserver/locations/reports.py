@@ -72,6 +72,9 @@ def changed_keys(old: Reported | None, new: Reported | None) -> set[Key]:
     return keys
 
 
+# A report older than this is stale: the agent sends one at least every 30 s.
+SILENT_AFTER = 90.0
+
 Listener = Callable[[str, set[Key], bool], None]  # location, keys changed, first or last report
 
 

@@ -6,9 +6,11 @@ it holds is made by `desired.location_child`, the function the push sync loop ap
 so push and pull cannot differ. Pure: the hub objects, Locations and policies are the
 caller's to read.
 
-An entry is a child object, or `Kept`: its overrides do not apply in this location, and, as
-the push loop does, the child is left as it was (its last version sent stays the agent's to
-keep; never a reason to delete it).
+An entry is a child object, or `Kept`: the child is left as it was, as the push loop leaves
+it, because its overrides do not apply in this location, or because the handover step says
+so (the location's numbers are last known ones, or a follower waits for its namespace's
+workloads to leave; `loops/sync/steps.py`). Its last version sent stays the agent's to keep;
+never a reason to delete it.
 """
 
 from __future__ import annotations
@@ -68,17 +70,23 @@ class Makes(Protocol):
 
 
 def entry_for(
-    hub: ReadOnly, kind: ChildKind, location: str, inputs: Makes, held: bool = False
+    hub: ReadOnly,
+    kind: ChildKind,
+    location: str,
+    inputs: Makes,
+    held: bool = False,
+    shares: Placement | None = None,
 ) -> Entry | None:
-    """What `location` holds of one hub object: None when it holds nothing of it (not placed
-    there, or the hub object is being deleted), else the child the push loop applies there,
-    made by the same `inputs`; `held` (an autoscaler sizes it there): without
+    """What `location` holds of one hub object: None when it holds nothing of it (not in
+    `shares`, or the hub object is being deleted), else the child the push loop applies
+    there, made by the same `inputs`; `shares`: the handover step the sync loop decided (None:
+    the hub object's placement, the goal); `held` (an autoscaler sizes it there): without
     `spec.replicas`. It carries the hub generation it was made from (`HUB_GENERATION`), so
     the agent's report of it says which hub generation the location reflects."""
     meta = hub.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return None
-    placement = read_placement(dict(hub))
+    placement = read_placement(dict(hub)) if shares is None else shares
     if location not in placement:
         return None
     try:

@@ -13,6 +13,7 @@ import ssl
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -198,11 +199,17 @@ class AvailabilitySampler:
     between them, and a move counts as checked only with samples there.
     """
 
-    def __init__(self, name: str, namespace: str, period: float = 0.1) -> None:
+    def __init__(
+        self,
+        name: str,
+        namespace: str,
+        period: float = 0.1,
+        clusters: Sequence[str] = CHILDREN,
+    ) -> None:
         path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
         state = bed.load()
         assert state is not None
-        self.readers = [_Reader(bed.admin_client(state.cluster(c)), path) for c in CHILDREN]
+        self.readers = [_Reader(bed.admin_client(state.cluster(c)), path) for c in clusters]
         self.period = period
         self.taken: list[Sample] = []
         self.failed = 0  # passes in which a child could not be read (not sampled)

@@ -18,6 +18,7 @@ from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT, Key
 from apiserver.kube.client import Credentials, Kube
+from apiserver.loops.sync.steps import Steps
 from apiserver.objects import Obj
 from apiserver.sync.desired import location_child
 from apiserver.sync.work import WorkKey
@@ -77,6 +78,13 @@ def config_map(placement: dict[str, None]) -> Obj:
     }
 
 
+def decided() -> Steps:
+    """No step recorded, and the sync loop's first pass done: the feed serves placements."""
+    steps = Steps()
+    steps.primed.set()
+    return steps
+
+
 def put(cache: HubCache, kind: str, obj: Obj) -> None:
     cache.objects[kind].cache[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = obj
 
@@ -86,7 +94,7 @@ def test_a_locations_work_is_what_the_push_loop_applies_there_and_nothing_else()
     hub = deployment({"east": 3, "west": 2})
     put(cache, DEPLOYMENT.key, hub)
     put(cache, CONFIGMAP.key, config_map({"west": None}))
-    feeds = Feeds(cache)
+    feeds = Feeds(cache, decided())
     east = [o for o in feeds.work("east").values() if isinstance(o, dict)]
     assert [o["kind"] for o in east] == ["Namespace", "Deployment"]
     labels = {"region": "us"}
@@ -102,7 +110,7 @@ def test_a_locations_work_is_what_the_push_loop_applies_there_and_nothing_else()
 
 async def test_a_watcher_hears_which_objects_changed_and_when_everything_may_have() -> None:
     cache = hub_cache()
-    feeds = Feeds(cache)
+    feeds = Feeds(cache, decided())
     watcher = feeds.watch("east")
     hub = deployment({"east": 3})
     await feeds._on_object(DEPLOYMENT.key, "ADDED", hub, None)
@@ -140,7 +148,7 @@ def test_again_computes_only_the_changed_objects_and_says_which_left() -> None:
     cache = hub_cache()
     put(cache, DEPLOYMENT.key, deployment({"east": 3}))
     put(cache, CONFIGMAP.key, config_map({"east": None}))
-    feeds = Feeds(cache)
+    feeds = Feeds(cache, decided())
     web = WorkKey("apps/v1", "Deployment", "shop", "web")
     assert set(feeds.objects("east")) == {web, WorkKey("v1", "ConfigMap", "shop", "conf")}
     put(cache, DEPLOYMENT.key, deployment({"west": 3}))
@@ -153,7 +161,7 @@ def test_again_computes_only_the_changed_objects_and_says_which_left() -> None:
 def app_for(cache: HubCache) -> web.Application:
     app = web.Application(middlewares=[status_errors])  # as make_app has it
     app[HUB_CACHE] = cache
-    app[FEEDS] = Feeds(cache)
+    app[FEEDS] = Feeds(cache, decided())
     handlers.add_routes(app)
     return app
 
@@ -227,7 +235,7 @@ async def test_the_watch_sends_the_state_a_bookmark_then_changes(
 async def test_override_objects_reach_the_feed_as_they_reach_a_pushed_child() -> None:
     cache = hub_cache()
     put(cache, DEPLOYMENT.key, deployment({"east": 3, "west": 2}))
-    feeds = Feeds(cache)
+    feeds = Feeds(cache, decided())
     watcher = feeds.watch("east")
     mirror = {
         "apiVersion": "kmc.dev/v1alpha1",

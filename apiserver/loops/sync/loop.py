@@ -40,7 +40,7 @@ from apiserver.kinds import NAMESPACE, Key, Kind, Role
 from apiserver.kube import events
 from apiserver.kube.client import ApiError, Kube
 from apiserver.leader import Leadership
-from apiserver.locations.reports import Reports
+from apiserver.locations.reports import SILENT_AFTER, Reports
 from apiserver.loops import hubwrites
 from apiserver.loops.handoff import Handoff
 from apiserver.loops.sync.apply import Applier
@@ -50,6 +50,7 @@ from apiserver.loops.sync.cleanup import Cleaner
 from apiserver.loops.sync.fold import Folder, Hold
 from apiserver.loops.sync.overridestatus import Tally, Writer
 from apiserver.loops.sync.records import Records
+from apiserver.loops.sync.steps import Step, Steps, kept_where
 from apiserver.models.location import PULL
 from apiserver.models.override_index import read as read_override
 from apiserver.objects import Obj, ReadOnly
@@ -57,6 +58,9 @@ from apiserver.placement.engine import Verdict
 from apiserver.sync.handover import Child, plan
 from apiserver.sync.report import WAITING, LocationState, location_states
 from apiserver.workqueue import WorkQueue
+
+# Stable wording (no age in it): a step's `kept` reason is made from it.
+SILENT = f"its agent has not reported for over {SILENT_AFTER:.0f} s, showing its last known status"
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,10 @@ class SyncLoop:
             settings.cleanup_retry,
         )
         self.progress = Progress(cache, self.children, self.records)
+        # Each object's handover step, for the work feed to serve pull locations.
+        self.steps = Steps()
+        self._unprimed: set[Key] | None = None  # decided not yet since the start
+        self._silent: frozenset[str] = frozenset()  # pull locations whose reports are old
         self._ready_seen: dict[str, Any] = {}  # location -> its Ready condition as last seen
         cache.subscribe(self._on_hub_object)
         cache.namespaces.subscribe(self._on_hub_namespace)
@@ -140,14 +148,17 @@ class SyncLoop:
         await self.cache.wait_synced()
         for location in self.cache.locations.items():
             await self._on_location("ADDED", location, None)
+        self._unprimed = set(self.cache.list_keys())
+        self._primed_if_done()
         self._enqueue_all()
         workers = [
             asyncio.create_task(
-                self.queue.work(functools.partial(self.leadership.act, self.reconcile), __name__)
+                self.queue.work(functools.partial(self.leadership.act, self._look), __name__)
             )
             for _ in range(self.settings.workers)
         ]
         workers.append(asyncio.create_task(self._report_counts()))
+        workers.append(asyncio.create_task(self._watch_silence()))
         workers.append(asyncio.create_task(self.override_status.run()))
         try:
             await asyncio.gather(*workers)
@@ -246,6 +257,17 @@ class SyncLoop:
         if first_or_last:
             self._enqueue_all()
 
+    async def _watch_silence(self) -> None:
+        """A pull location whose agent stops reporting (its lease still renewed) turns stale
+        by the clock alone, with no event: look at everything again when one does, so the
+        handovers stop counting its last reported numbers (`Progress.stale`)."""
+        while True:
+            await asyncio.sleep(self.settings.count_interval)
+            silent = frozenset(name for name, why in self.progress.stale().items() if why == SILENT)
+            if silent != self._silent:
+                self._silent = silent
+                self._enqueue_all()
+
     def _enqueue_all(self) -> None:
         for key in self.cache.list_keys():
             self.queue.add(key)
@@ -284,6 +306,20 @@ class SyncLoop:
 
     # -- looking at one object ----------------------------------------------------------
 
+    async def _look(self, key: Key) -> None:
+        """`reconcile`, counting towards `steps.primed` (its step is recorded before any
+        write, so one that fails counts too)."""
+        try:
+            await self.reconcile(key)
+        finally:
+            if self._unprimed:
+                self._unprimed.discard(key)
+                self._primed_if_done()
+
+    def _primed_if_done(self) -> None:
+        if self._unprimed is not None and not self._unprimed:
+            self.steps.primed.set()
+
     async def reconcile(self, key: Key) -> None:
         await self.leadership.leading.wait()
         if key.kind == NAMESPACE:
@@ -305,6 +341,7 @@ class SyncLoop:
         children = self.children.of(key, hub["metadata"]["uid"])
         self._note_reported(key, children)
         if hub["metadata"].get("deletionTimestamp"):
+            self.steps.forget(key)  # the feed leaves it out: its agent removes it
             if self.handoff is not None:
                 self.handoff.forget(key)
             await self.cleaner.hub_object_going(key, kind, hub, children)
@@ -313,17 +350,19 @@ class SyncLoop:
         if not kind.syncable(hub):
             return
         if not placement and not children:
+            self.steps.forget(key)
             if kind.folds:
                 await self.folder.placed_alone(key, kind, hub)
             return
+        stale = self.progress.stale()
+        held = held_by_scalers(self.cache, key, kind, placement)
+        # Decided (and recorded for the pull locations' feeds) before any write.
+        shares, deletable, waiting = self._decide(key, kind, hub, placement, children, stale, held)
         if not handed:
             # A handed-over placement's own write brings the finalizer.
             added = await hubwrites.add_finalizer(self.hub, kind, hub, CLEANUP)
             if added is not None:
                 await self.cache.observe(kind.key, added)
-        stale = self.progress.stale()
-        held = held_by_scalers(self.cache, key, kind, placement)
-        shares, deletable, waiting = self._handover(kind, hub, placement, children, stale, held)
         applied = await asyncio.gather(
             *(
                 self.bounded.run(
@@ -335,6 +374,8 @@ class SyncLoop:
             )
         )
         for location in sorted(deletable):
+            if self.children.get(location) is None:
+                continue  # a pull location: its feed leaves the child out, its agent deletes it
             await self.bounded.run(key, location, self.applier.delete(key, kind, hub, location))
         if kind.folds and handed:
             # Folded when the hub has the placement, a moment later; the move shows now.
@@ -363,6 +404,7 @@ class SyncLoop:
 
     def _forget(self, key: Key) -> None:
         """The hub object is gone: whatever we remember of it goes too."""
+        self.steps.forget(key)
         if self.handoff is not None:
             self.handoff.forget(key)
         self.records.forget(key)
@@ -408,6 +450,23 @@ class SyncLoop:
                 if selects is not None and selects(labels):
                     allowed = min(allowed, budgets.allows(budget, total))
         return allowed
+
+    def _decide(
+        self,
+        key: Key,
+        kind: Kind,
+        hub: Obj,
+        placement: Placement,
+        children: dict[str, Obj],
+        stale: dict[str, str],
+        held: frozenset[str] = frozenset(),
+    ) -> tuple[Placement, set[str], tuple[str, ...]]:
+        """The step for one object over all its locations, push and pull (`_handover`),
+        recorded for the work feed: this loop applies it to the push locations, the pull
+        locations' feeds serve it (`steps.py`). Made once, here."""
+        shares, deletable, waiting = self._handover(kind, hub, placement, children, stale, held)
+        self.steps.record(key, Step(shares, kept_where(children, shares, deletable, stale)))
+        return shares, deletable, waiting
 
     def _handover(
         self,
@@ -514,7 +573,9 @@ class Progress:
 
     def stale(self) -> dict[str, str]:
         """Locations whose numbers are last known ones: not Ready, or not connected yet; a
-        Ready pull location whose agent has not reported since we started is waiting."""
+        Ready pull location whose agent has not reported since we started is waiting, and
+        one whose agent's last report is older than `SILENT_AFTER` (it sends one at least
+        every 30 s) is stale too: its children's numbers are not counted on."""
         stale = {}
         for location in self.cache.locations.items():
             name = location["metadata"]["name"]
@@ -522,8 +583,11 @@ class Progress:
             ready = next((c for c in conditions if c["type"] == "Ready"), None)
             up = ready is not None and ready["status"] == "True"
             if up and name not in self.children.watches and self.cache.pulled(name):
-                if self.children.reports.get(name) is None:
+                reported = self.children.reports.get(name)
+                if reported is None:
                     stale[name] = WAITING
+                elif self.children.reports.clock() - reported.received > SILENT_AFTER:
+                    stale[name] = SILENT
             elif not up or name not in self.children.watches:
                 since = ready.get("lastTransitionTime", "?") if ready else "?"
                 stale[name] = f"unreachable since {since}, showing its last known status"
