@@ -47,6 +47,7 @@ from bench.report import row
 from bench.sync import CHILDREN, Seen, _client, _pct, through_hub
 from kmc_testbed import bed, config, install
 
+CSR = "certificatesigningrequest.certificates.k8s.io"
 IDENTITY = "/api/v1/namespaces/kmc-system/secrets/kmc-agent-identity"
 TOKEN = re.compile(r"bootstrap token \(one use, expires [^)]+\): (\S+)")
 LIMIT = 900.0  # seconds a converge may take before the phase gives up, as `converge`'s
@@ -127,6 +128,14 @@ def _forget_identity(state: bed.State, name: str) -> None:
     bed.admin_client(state.cluster(name)).request("DELETE", IDENTITY)
 
 
+def _forget_requests() -> None:
+    """The agents' certificate requests on the hub (approved and issued): the bed had none."""
+    found = install.kubectl("get", "csr", "-o", "name", check=False).stdout.split()
+    ours = [n for n in found if any(n.startswith(f"{CSR}/kmc-agent-{c}-") for c in CHILDREN)]
+    if ours:
+        install.kubectl("delete", *ours, check=False)
+
+
 def start_agent(state: bed.State, name: str, token: str) -> subprocess.Popen[bytes]:
     hub = state.cluster(bed.HUB)
     command = [
@@ -201,6 +210,7 @@ def to_push(state: bed.State, agents: Agents) -> None:
         agents.stop()
     for name in CHILDREN:
         _forget_identity(state, name)
+    _forget_requests()
     subprocess.run([str(config.REPO_ROOT / "hack" / "testbed"), "install"], check=True)
     _wait("the push Locations Ready", lambda: _ready(CHILDREN, "Push"), 120.0)
 
