@@ -6,6 +6,7 @@ the versions, the commit), `latest.md` (a table a person reads) and three plots:
 propagation latency CDF against direct writes, punch-through latency against the number of
 locations, and the endpoint fold latency CDF against the child's own EndpointSlice
 controller. `--quick` runs smaller counts (minutes, not a quarter of an hour).
+`hack/bench pull [--count N] [--propagation P]` runs only push against pull (`bench/pull.py`).
 """
 
 from __future__ import annotations
@@ -424,7 +425,10 @@ def plots(rows: list[dict[str, Any]], folder: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        epilog="`python -m bench pull [--count N] [--propagation P]`: push against pull alone",
+    )
     parser.add_argument("--quick", action="store_true", help="smaller counts, no 6-location run")
     parser.add_argument(
         "--load",
