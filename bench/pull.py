@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,20 +232,22 @@ async def converge(hub: Kube, count: int, namespace: str, agents: Agents) -> Mea
 
     kmc_before, agents_before = _cpu_seconds(pid), agents.cpu_seconds()
     started = time.monotonic()
-    await asyncio.gather(*(create(i) for i in range(count)))
-    while True:
-        done = _available((await hub.get(path))["items"], 3)
-        if done == count:
-            break
-        agents.check()
-        if time.monotonic() - started > LIMIT:
-            raise TimeoutError(f"{done}/{count} converged after {LIMIT:g} s")
-        await asyncio.sleep(3.0)  # listing 1,000 objects is not free: do not crowd the run
-    took = time.monotonic() - started
-    kmc, by_agents = _cpu_seconds(pid) - kmc_before, agents.cpu_seconds() - agents_before
-    with contextlib.suppress(ApiError):
-        await hub.delete(f"/api/v1/namespaces/{namespace}")
-    await _gone(hub, f"/api/v1/namespaces/{namespace}")
+    try:
+        await asyncio.gather(*(create(i) for i in range(count)))
+        while True:
+            done = _available((await hub.get(path))["items"], 3)
+            if done == count:
+                break
+            agents.check()
+            if time.monotonic() - started > LIMIT:
+                raise TimeoutError(f"{done}/{count} converged after {LIMIT:g} s")
+            await asyncio.sleep(3.0)  # listing 1,000 objects is not free: do not crowd the run
+        took = time.monotonic() - started
+        kmc, by_agents = _cpu_seconds(pid) - kmc_before, agents.cpu_seconds() - agents_before
+    finally:  # gone before the mode changes, measured or not
+        with contextlib.suppress(ApiError):
+            await hub.delete(f"/api/v1/namespaces/{namespace}")
+        await _gone(hub, f"/api/v1/namespaces/{namespace}")
     return Measured(took, kmc, by_agents, [])
 
 
@@ -278,8 +281,9 @@ async def propagation(
 async def measure_mode(mode: str, count: int, spread: int, agents: Agents) -> Measured:
     async with aiohttp.ClientSession() as session:
         hub = await _client(session, "hub")
-        moved = await propagation(session, hub, spread, f"bench-{mode}-prop")
-        measured = await converge(hub, count, f"bench-{mode}-converge", agents)
+        run = uuid.uuid4().hex[:5]  # a namespace an earlier, failed run left is not in the way
+        moved = await propagation(session, hub, spread, f"bench-{mode}-prop-{run}")
+        measured = await converge(hub, count, f"bench-{mode}-converge-{run}", agents)
     measured.propagation_s = moved
     return measured
 
