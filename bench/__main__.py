@@ -6,6 +6,7 @@ the versions, the commit), `latest.md` (a table a person reads) and three plots:
 propagation latency CDF against direct writes, punch-through latency against the number of
 locations, and the endpoint fold latency CDF against the child's own EndpointSlice
 controller. `--quick` runs smaller counts (minutes, not a quarter of an hour).
+`hack/bench pull [--count N] [--propagation P]` runs only push against pull (`bench/pull.py`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from bench import (
     integrity,
     overrides,
     placement,
+    pull,
     remote,
     revocation,
     settle,
@@ -138,6 +140,11 @@ def run_all(quick: bool, with_load: bool = False) -> list[dict[str, Any]]:
     step(
         f"endpoints: fold latency, and hub writes while {count} Deployments with Services converge",
         lambda: endpoints.measure(count, 15 if quick else 30, 1 if quick else 2),
+    )
+    # Turns the children into pull locations and back (push) before it returns, failure or not.
+    step(
+        f"push against pull, {count} Deployments over the same children",
+        lambda: pull.measure(count, 50 if quick else 200),
     )
     if with_load:
         from bench import load
@@ -290,6 +297,7 @@ def summary(rows: list[dict[str, Any]], quick: bool) -> dict[str, Any]:
         "overrides_propagation_p99_ratio": figure(
             rows, "overrides.propagation", "p99_ms_10_overrides_vs_none", "ratio"
         ),
+        **pull.summary(rows, count),
         f"override_change_to_{count}_targets_s": figure(
             rows, "overrides.change", f"s_to_{count}_targets_updated"
         ),
@@ -417,7 +425,10 @@ def plots(rows: list[dict[str, Any]], folder: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        epilog="`python -m bench pull [--count N] [--propagation P]`: push against pull alone",
+    )
     parser.add_argument("--quick", action="store_true", help="smaller counts, no 6-location run")
     parser.add_argument(
         "--load",
@@ -430,6 +441,11 @@ def main(argv: list[str]) -> None:
         metavar="N",
         help="also the scale benchmark with N Deployments over five locations (10,000: an hour)",
     )
+    if argv[:1] == ["pull"]:  # `hack/bench pull [--count N] [--propagation P]`: this phase alone
+        testbed("up")
+        testbed("install")
+        pull.main(argv[1:])
+        return
     args = parser.parse_args(argv)
     testbed("up")
     testbed("install")

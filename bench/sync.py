@@ -78,6 +78,27 @@ async def seen_everywhere(
     return max(s.at[name] for s in seen.values()) - started
 
 
+async def through_hub(
+    hub: Kube, path: str, seen: dict[str, Seen], count: int
+) -> tuple[list[float], list[float]]:
+    """Create `count` ConfigMaps with a Replicate strategy on the hub, one at a time so each
+    latency is its own: for each, seconds until every watch in `seen` has it, and seconds the
+    hub create call itself took."""
+    ours, creates = [], []
+    strategy = json.dumps({"type": "Replicate"})
+    for i in range(count):
+        name = f"hub-{i}"
+        body: Obj = {
+            "metadata": {"name": name, "annotations": {"kmc.dev/strategy": strategy}},
+            "data": {"i": str(i)},
+        }
+        started = time.monotonic()
+        await hub.create(path, body)
+        creates.append(time.monotonic() - started)
+        ours.append(await seen_everywhere(seen, name, started))
+    return ours, creates
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -114,19 +135,7 @@ async def propagation(count: int) -> list[dict[str, Any]]:
             started = time.monotonic()
             await asyncio.gather(*(kube.create(path, body) for kube in children.values()))
             everywhere.append(await seen_everywhere(seen, name, started, poll=0.001))
-        # Through the hub: one at a time, so each latency is its own.
-        ours, creates = [], []
-        strategy = json.dumps({"type": "Replicate"})
-        for i in range(count):
-            name = f"hub-{i}"
-            body = {
-                "metadata": {"name": name, "annotations": {"kmc.dev/strategy": strategy}},
-                "data": {"i": str(i)},
-            }
-            started = time.monotonic()
-            await hub.create(path, body)
-            creates.append(time.monotonic() - started)
-            ours.append(await seen_everywhere(seen, name, started))
+        ours, creates = await through_hub(hub, path, seen, count)
         for task in tasks:
             task.cancel()
         await hub.delete(f"/api/v1/namespaces/{ns}")
