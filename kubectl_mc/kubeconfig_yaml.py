@@ -67,7 +67,7 @@ def load(text: str) -> Any:
             if raw.rstrip() == "---" and not lines:
                 continue  # a document start
             raise Unusual("tab, directive or document marker")
-        lines.append((len(raw) - len(content), content.rstrip()))
+        lines.append((len(raw) - len(content), content.rstrip(" \t")))
     if not lines:
         return None
     reader = _Reader(lines)

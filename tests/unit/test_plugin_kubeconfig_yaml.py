@@ -167,3 +167,11 @@ def test_pyyaml_dumps_read_the_same_or_not_at_all(doc: dict[str, Any], style: An
     except Unusual:
         return
     assert mine == yaml.safe_load(text), text
+
+
+@pytest.mark.parametrize("value", ["\xa0", "a\xa0", "a \u3000"])
+def test_a_trailing_unicode_space_is_part_of_the_value(value: str) -> None:
+    """YAML's white space is the space and the tab: a no-break space ending a plain scalar
+    is the scalar's (Hypothesis found `k: \\xa0` read as null)."""
+    text = yaml.safe_dump({"k": value}, allow_unicode=True)
+    assert load(text) == yaml.safe_load(text) == {"k": value}
