@@ -122,7 +122,9 @@ def hub_data(**changes: str | None) -> dict[str, str]:
 
 
 def authenticator(**changes: str | None) -> Authenticator:
-    return Authenticator(FrontProxyConfig.from_configmap(hub_data(**changes)))
+    """Judging validity at the module's NOW, which the certificates are made around: the
+    suite runs its unit tests after its e2e ones, more than half an hour after import."""
+    return Authenticator(FrontProxyConfig.from_configmap(hub_data(**changes)), clock=lambda: NOW)
 
 
 def refusal(auth: Authenticator, cert: x509.Certificate | None, *pairs: tuple[str, str]) -> str:
@@ -393,7 +395,7 @@ async def test_the_watch_follows_the_configmap_and_keeps_the_last_good_one(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     hub = FakeHub(hub_data())
-    auth = Authenticator()
+    auth = Authenticator(clock=lambda: NOW)
     seen: list[FrontProxyConfig] = []
     watch = FrontProxyWatch(cast(Kube, hub), auth, seen.append)
     task = asyncio.create_task(watch.run())
