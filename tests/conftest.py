@@ -2,15 +2,22 @@
 
 A skipped e2e test hides a broken test bed, so it is reported as a failure, and
 `--require-e2e` (used by hack/test and CI) fails a run in which no e2e test passed.
+
+Run side by side (`-n N`, pytest-xdist, as hack/test does), each worker has a test bed of its
+own: the first keeps the usual folder (`.testbed`, or $KMC_TESTBED_DIR), the others take
+`<folder>-gw1`, `<folder>-gw2`…; whole files go to one worker (`--dist loadfile`), so a file's
+tests share its bed as they do in a plain run.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 
+from kmc_testbed import config as bed_config
 from tests import bedshot
 
 E2E_DIRS = ("e2e", "faults")
@@ -20,6 +27,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--require-e2e", action="store_true", help="fail unless at least one e2e test passed"
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and worker != "gw0":
+        os.environ["KMC_TESTBED_DIR"] = f"{bed_config.state_dir()}-{worker}"
 
 
 def _is_e2e(path: Path) -> bool:
