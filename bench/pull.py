@@ -45,7 +45,7 @@ from apiserver.kube.client import ApiError, Kube
 from bench.converge import CONCURRENCY, EXTRA_NODES, REQUESTS, _available, _cpu_seconds, _gone
 from bench.objects import deployment, kwok_nodes
 from bench.report import row
-from bench.sync import CHILDREN, Seen, _client, _pct, through_hub
+from bench.sync import CHILDREN, _client, _pct, through_hub, watched
 from kmc_testbed import bed, config, install
 
 CSR = "certificatesigningrequest.certificates.k8s.io"
@@ -255,15 +255,8 @@ async def propagation(
     session: aiohttp.ClientSession, hub: Kube, count: int, ns: str
 ) -> list[float]:
     """Seconds from each hub create until every child's watch has it (`sync.propagation`)."""
-    children = {c: await _client(session, c) for c in CHILDREN}
-    await hub.create("/api/v1/namespaces", {"metadata": {"name": ns}})
-    for kube in children.values():
-        await kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
-    path = f"/api/v1/namespaces/{ns}/configmaps"
-    seen = {c: Seen(k, path, lambda o: True) for c, k in children.items()}
-    tasks = [asyncio.create_task(s.run()) for s in seen.values()]
+    children, path, seen, tasks = await watched(session, hub, ns)
     try:
-        await asyncio.gather(*(s.ready.wait() for s in seen.values()))
         ours, _ = await through_hub(hub, path, seen, count)
     finally:
         for task in tasks:

@@ -78,6 +78,28 @@ async def seen_everywhere(
     return max(s.at[name] for s in seen.values()) - started
 
 
+async def watched(
+    session: aiohttp.ClientSession, hub: Kube, ns: str
+) -> tuple[dict[str, Kube], str, dict[str, Seen], list[asyncio.Task[None]]]:
+    """A propagation run's set-up: the namespace `ns` on the hub and in every child, and a
+    watch of its ConfigMaps in each child, listed before this returns. The children, the
+    ConfigMaps' path, the watches and their tasks (the caller cancels them)."""
+    children = {c: await _client(session, c) for c in CHILDREN}
+    await hub.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+    for kube in children.values():
+        await kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    seen = {c: Seen(k, path, lambda o: True) for c, k in children.items()}
+    tasks = [asyncio.create_task(s.run()) for s in seen.values()]
+    try:
+        await asyncio.gather(*(s.ready.wait() for s in seen.values()))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise
+    return children, path, seen, tasks
+
+
 async def through_hub(
     hub: Kube, path: str, seen: dict[str, Seen], count: int
 ) -> tuple[list[float], list[float]]:
@@ -108,14 +130,7 @@ async def propagation(count: int) -> list[dict[str, Any]]:
     ns = f"bench-prop-{uuid.uuid4().hex[:5]}"
     async with aiohttp.ClientSession() as session:
         hub = await _client(session, "hub")
-        children = {c: await _client(session, c) for c in CHILDREN}
-        await hub.create("/api/v1/namespaces", {"metadata": {"name": ns}})
-        for kube in children.values():
-            await kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
-        path = f"/api/v1/namespaces/{ns}/configmaps"
-        seen = {c: Seen(k, path, lambda o: True) for c, k in children.items()}
-        tasks = [asyncio.create_task(s.run()) for s in seen.values()]
-        await asyncio.gather(*(s.ready.wait() for s in seen.values()))
+        children, path, seen, tasks = await watched(session, hub, ns)
         # Baseline: straight into one child, seen by that child's watch.
         direct = []
         for i in range(count):

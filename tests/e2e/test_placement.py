@@ -81,6 +81,11 @@ def with_strategy(obj: dict[str, Any], strategy: dict[str, Any]) -> dict[str, An
     return obj
 
 
+def annotate(hub: Kubectl, kind: str, name: str, namespace: str, annotation: str) -> None:
+    """`kubectl annotate --overwrite` one object on the hub (`annotation` is key=value)."""
+    hub.run("annotate", kind, name, "-n", namespace, "--overwrite", annotation)
+
+
 def placed_condition(hub: Kubectl, kind: str, name: str, namespace: str) -> dict[str, Any]:
     conditions = (
         hub.json("get", kind, name, "-n", namespace).get("status", {}).get("conditions", [])

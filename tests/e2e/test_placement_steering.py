@@ -12,6 +12,7 @@ from kmc_testbed import bed
 from .conftest import Kubectl
 from .test_locations import wait_until
 from .test_placement import (
+    annotate,
     events_of,
     placed_condition,
     placement_of,
@@ -54,15 +55,7 @@ def test_a_gated_deployment_waits_unplaced_until_its_last_gate_goes(
     row = hub.mc("get", "deployments", "web", "-n", namespace, "--no-headers").stdout
     assert "<gated>" in row, row
 
-    hub.run(
-        "annotate",
-        "deployment",
-        "web",
-        "-n",
-        namespace,
-        "--overwrite",
-        f"{GATES}=" + json.dumps(["example.com/ok"]),
-    )
+    annotate(hub, "deployment", "web", namespace, f"{GATES}=" + json.dumps(["example.com/ok"]))
     wait_condition_reason(hub, "web", namespace, "Gated")  # one gate left: still held
     assert placement_of(hub, "deployment", "web", namespace) is None
 

@@ -82,7 +82,7 @@ def test_a_pull_locations_crd_is_imported_and_its_custom_objects_kept_by_its_age
     spec_fields(theirs)["size"]["maximum"] = 20
     agent = start_agent(spare)
     try:
-        wait_until("Ready from the lease", ready_is(hub, "True", "AgentLease"))
+        wait_until("Ready from the lease", ready_is(hub, NAME, "True", "AgentLease"))
         sent_before = crds_sent()
         cluster.apply(theirs)
         pushed.apply(widget_crd(group))

@@ -34,7 +34,8 @@ from kmc_testbed import bed, install
 
 from .conftest import CHILDREN, Kubectl, run_testbed
 from .test_agent import wait_until
-from .test_placement import expect_placement, wait_locations_settled
+from .test_placement import annotate, expect_placement, wait_locations_settled
+from .test_pull_location import ready_is
 from .test_testbed import deployment
 
 NAME = "pull-fleet"
@@ -63,6 +64,11 @@ class PullChild:
         if self.present():
             install.remove(NAME, log)
 
+    def ready(self, hub: Kubectl) -> None:
+        """Added, and Ready from its agent's lease."""
+        self.add()
+        wait_until("Ready", ready_is(hub, NAME, "True", "AgentLease"), TIMEOUT)
+
 
 @pytest.fixture(scope="module")
 def pull_child(installed: bed.State) -> Iterator[PullChild]:
@@ -73,22 +79,6 @@ def pull_child(installed: bed.State) -> Iterator[PullChild]:
         yield child
     finally:
         child.remove()
-
-
-def ready_is(hub: Kubectl, status: str, reason: str) -> Any:
-    def check() -> tuple[Any, str | None]:
-        found = hub.run("get", "location", NAME, "-o", "json", check=False)
-        conditions = (
-            (json.loads(found.stdout).get("status") or {}).get("conditions") or []
-            if found.returncode == 0
-            else []
-        )
-        now: dict[str, Any] = next((c for c in conditions if c["type"] == "Ready"), {})
-        if (now.get("status"), now.get("reason")) == (status, reason):
-            return now, None
-        return now, f"Ready is {now}, waiting for {status} ({reason})"
-
-    return check
 
 
 def fleet() -> dict[str, Kubectl]:
@@ -221,15 +211,7 @@ def test_a_deployment_spills_onto_a_pull_location_moves_to_it_and_back_and_coagu
 
     # Spread over all four again, then the pull location removed: its share coagulates onto
     # the push ones.
-    hub.run(
-        "annotate",
-        "deployment",
-        "web",
-        "-n",
-        namespace,
-        "--overwrite",
-        'kmc.dev/strategy={"type": "Split"}',
-    )
+    annotate(hub, "deployment", "web", namespace, 'kmc.dev/strategy={"type": "Split"}')
     wait_until(
         "web spread over all four locations",
         settled_as(hub, namespace, 6, lambda p: p.get(NAME, 0) > 0 and len(p) == 4),
@@ -346,8 +328,7 @@ def test_the_hub_unreachable_for_a_minute_deletes_nothing_and_catches_up_after(
     pull_child: PullChild, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
     hub = kubectl["hub"]
-    pull_child.add()
-    wait_until("Ready", ready_is(hub, "True", "AgentLease"), TIMEOUT)
+    pull_child.ready(hub)
     hub.apply(pinned("web", 2), namespace)
     wait_until("web in the pull child", settled_as(hub, namespace, 2, lambda p: p == {NAME: 2}))
     before = ours_in_child(namespace)["web"]["metadata"]["uid"]
@@ -355,7 +336,9 @@ def test_the_hub_unreachable_for_a_minute_deletes_nothing_and_catches_up_after(
     run_testbed("stop", HUB_PATH)  # the agent's way to the hub, cut; the agent keeps running
     cut = time.monotonic()
     try:
-        wait_until("not Ready once its lease lapses", ready_is(hub, "False", "AgentLeaseExpired"))
+        wait_until(
+            "not Ready once its lease lapses", ready_is(hub, NAME, "False", "AgentLeaseExpired")
+        )
         # A change made on the hub meanwhile: scaled, and a new Deployment.
         hub.run("scale", "deployment", "web", "--replicas=3", "-n", namespace)
         hub.apply(pinned("late", 1), namespace)
@@ -370,7 +353,7 @@ def test_the_hub_unreachable_for_a_minute_deletes_nothing_and_catches_up_after(
     finally:
         run_testbed("start", HUB_PATH)
 
-    wait_until("Ready again", ready_is(hub, "True", "AgentLease"), TIMEOUT)
+    wait_until("Ready again", ready_is(hub, NAME, "True", "AgentLease"), TIMEOUT)
     wait_until(
         "the change made meanwhile arrived",
         settled_as(hub, namespace, 3, lambda p: p == {NAME: 3}),
@@ -391,8 +374,7 @@ def test_a_pull_location_whose_agent_stops_is_evacuated_onto_a_push_one_and_gets
     pull_child: PullChild, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
     hub = kubectl["hub"]
-    pull_child.add()
-    wait_until("Ready", ready_is(hub, "True", "AgentLease"), TIMEOUT)
+    pull_child.ready(hub)
     web = deployment("web", 4)
     web["metadata"]["annotations"] = {
         "kmc.dev/strategy": json.dumps({"type": "Split", "pin": [NAME, "us-east"]})
@@ -406,7 +388,9 @@ def test_a_pull_location_whose_agent_stops_is_evacuated_onto_a_push_one_and_gets
 
     run_testbed("stop", AGENT)
     try:
-        wait_until("not Ready once its lease lapses", ready_is(hub, "False", "AgentLeaseExpired"))
+        wait_until(
+            "not Ready once its lease lapses", ready_is(hub, NAME, "False", "AgentLeaseExpired")
+        )
 
         # Past the grace its share goes to us-east; its cluster, with no agent, keeps its copy.
         def evacuated() -> tuple[Any, str | None]:
@@ -420,7 +404,7 @@ def test_a_pull_location_whose_agent_stops_is_evacuated_onto_a_push_one_and_gets
     finally:
         run_testbed("start", AGENT)
     # Back: Ready, and after the cooldown its share returns, written by its agent.
-    wait_until("Ready again", ready_is(hub, "True", "AgentLease"), TIMEOUT)
+    wait_until("Ready again", ready_is(hub, NAME, "True", "AgentLease"), TIMEOUT)
     wait_until(
         "the share back in the pull location",
         settled_as(hub, namespace, 4, lambda p: p == {NAME: 2, "us-east": 2}),

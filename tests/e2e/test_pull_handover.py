@@ -87,7 +87,7 @@ def test_a_move_between_a_push_and_a_pull_location_is_made_before_break(
     )
     agent = start_agent(spare)
     try:
-        wait_until("Ready from the lease", ready_is(hub, "True", "AgentLease"))
+        wait_until("Ready from the lease", ready_is(hub, NAME, "True", "AgentLease"))
         wait_locations_settled(hub)
         web = moving(REPLICAS, MAX_UNAVAILABLE)
         web["metadata"]["annotations"] = {

@@ -28,29 +28,13 @@ from kmc_testbed import bed, config
 
 from .conftest import VENV_BIN, Kubectl, run_testbed
 from .test_agent import stop, wait_until
-from .test_pull_location import replicas_in, split_across
+from .test_pull_location import ready_is, replicas_in, split_across
 
 NAME = "pull-join"  # the spare cluster, and its Location
 PUSHED = "us-east"
 USER = f"kmc:location:{NAME}"
 KMC_SYSTEM = {"namespace": "kmc-system"}
 WORK = "/apis/mc.kmc.dev/v1alpha1/locations/{}/work"
-
-
-def ready_is(hub: Kubectl, status: str, reason: str) -> Any:
-    def check() -> tuple[Any, str | None]:
-        found = hub.run("get", "location", NAME, "-o", "json", check=False)
-        conditions = (
-            (json.loads(found.stdout).get("status") or {}).get("conditions") or []
-            if found.returncode == 0
-            else []
-        )
-        now: dict[str, Any] = next((c for c in conditions if c["type"] == "Ready"), {})
-        if (now.get("status"), now.get("reason")) == (status, reason):
-            return now, None
-        return now, f"Ready is {now}, waiting for {status} ({reason})"
-
-    return check
 
 
 @pytest.fixture
@@ -186,7 +170,7 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
     assert location["spec"] == {"mode": "Pull"}, location["spec"]
     token_id = token.split(".")[0]
     assert location["metadata"]["annotations"]["kmc.dev/join-token-id"] == token_id
-    wait_until("no lease yet", ready_is(hub, "False", "NoAgentLease"))
+    wait_until("no lease yet", ready_is(hub, NAME, "False", "NoAgentLease"))
 
     # What the agent's identity may do on the hub: its own feed, report, Lease and
     # certificate requests; nothing else.
@@ -224,7 +208,7 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
     # The agent: the cluster's kubeconfig, the hub's URL and CA, the token.
     running = start_agent(spare, token)
     try:
-        wait_until("Ready from the lease", ready_is(hub, "True", "AgentLease"))
+        wait_until("Ready from the lease", ready_is(hub, NAME, "True", "AgentLease"))
         issued = csrs(hub)
         assert len(issued) == 1, issued
         (request,) = issued.values()
@@ -307,7 +291,7 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         # Restarted, it reuses the certificate it keeps: no new request on the hub.
         stop(running)
         running = start_agent(spare, None)
-        wait_until("Ready again", ready_is(hub, "True", "AgentLease"))
+        wait_until("Ready again", ready_is(hub, NAME, "True", "AgentLease"))
         assert set(csrs(hub)) == before
 
         # A renewal, asked as the agent asks it (with its certificate): approved as one. The

@@ -36,17 +36,20 @@ ACCOUNT = f"kmc-agent-{NAME}"  # the agent's hub identity (a ServiceAccount, for
 USER = f"system:serviceaccount:kmc-system:{ACCOUNT}"
 
 
-def ready(hub: Kubectl) -> dict[str, Any]:
-    found = hub.run("get", "location", NAME, "-o", "json", check=False)
+def ready(hub: Kubectl, location: str) -> dict[str, Any]:
+    """The Location's Ready condition; none while it is not there."""
+    found = hub.run("get", "location", location, "-o", "json", check=False)
     if found.returncode != 0:
         return {}
     conditions = (json.loads(found.stdout).get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == "Ready"), {})
 
 
-def ready_is(hub: Kubectl, status: str, reason: str) -> Any:
+def ready_is(hub: Kubectl, location: str, status: str, reason: str) -> Any:
+    """A `wait_until` check: the Location's Ready condition has this status and reason."""
+
     def check() -> tuple[Any, str | None]:
-        now = ready(hub)
+        now = ready(hub, location)
         if (now.get("status"), now.get("reason")) == (status, reason):
             return now, None
         return now, f"Ready is {now}, waiting for {status} ({reason})"
@@ -284,7 +287,7 @@ def test_a_pull_location_is_ready_from_its_agents_lease_and_gets_its_work_throug
         }
     )
     # No agent yet: not Ready, saying why.
-    now = wait_until("no lease yet", ready_is(hub, "False", "NoAgentLease"))
+    now = wait_until("no lease yet", ready_is(hub, NAME, "False", "NoAgentLease"))
     assert now["message"].startswith("no lease from its agent"), now
     # The hub holds no credential for it: no Secret, no secretRef — nothing could dial it.
     location = hub.json("get", "location", NAME)
@@ -294,7 +297,7 @@ def test_a_pull_location_is_ready_from_its_agents_lease_and_gets_its_work_throug
 
     agent = start_agent(spare)
     try:
-        now = wait_until("Ready from the lease", ready_is(hub, "True", "AgentLease"))
+        now = wait_until("Ready from the lease", ready_is(hub, NAME, "True", "AgentLease"))
         assert "renews its" in now["message"], now
         lease = hub.json("get", "lease", f"kmc-agent-{NAME}", "-n", "kmc-system")
         assert lease["spec"]["leaseDurationSeconds"] == LEASE_SECONDS
@@ -415,7 +418,7 @@ def test_a_pull_location_is_ready_from_its_agents_lease_and_gets_its_work_throug
         # its replicas are evacuated to the push location; its cluster keeps what it holds.
         stop(agent)
         died = time.monotonic()
-        now = wait_until("the lease lapsed", ready_is(hub, "False", "AgentLeaseExpired"))
+        now = wait_until("the lease lapsed", ready_is(hub, NAME, "False", "AgentLeaseExpired"))
         assert now["message"].startswith("its agent's lease expired at "), now
         assert time.monotonic() - died >= LEASE_SECONDS / 2  # not before the lease ran out
 

@@ -382,8 +382,8 @@ async def test_the_handover_takes_a_held_childs_size_as_it_is() -> None:
         held = held_by_scalers(cache, WEB, DEPLOYMENT, placement)
         assert held == {"us-east", "us-west"}
         children = {"us-east": child(5), "us-west": child(1), "eu-west": child(2)}
-        shares, deletable, waiting = sync._handover(
-            DEPLOYMENT, web(placement), placement, children, {}, held
+        shares, deletable, waiting = sync._decide(
+            WEB, DEPLOYMENT, web(placement), placement, children, {}, held
         )
         # us-east keeps its autoscaler's 5; eu-west, left, goes down with us-east's surplus.
         assert shares == {"eu-west": 0, "us-east": 5, "us-west": 1}

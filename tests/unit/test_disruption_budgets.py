@@ -233,7 +233,9 @@ async def test_a_move_waits_for_the_budget_as_for_max_unavailable() -> None:
         none: dict[str, Kube] = {}
         sync = SyncLoop(cache, none.get, Leadership.solo())
         try:
-            shares, _, waiting = sync._handover(DEPLOYMENT, hub, {"us-west": 2}, children, {})
+            shares, _, waiting = sync._decide(
+                Key.of(DEPLOYMENT.key, hub), DEPLOYMENT, hub, {"us-west": 2}, children, {}
+            )
             return shares, waiting
         finally:
             sync.children.stop()

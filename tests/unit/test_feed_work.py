@@ -7,75 +7,25 @@ import asyncio
 import json
 from typing import Any, cast
 
-import aiohttp
 from aiohttp import web
 from pytest_aiohttp import AiohttpClient
 
 from apiserver.api.errors import status_errors
-from apiserver.contract import HUB_GENERATION, ORIGIN, PLACEMENT
+from apiserver.contract import HUB_GENERATION, ORIGIN
 from apiserver.feed import handlers
 from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT, Key
-from apiserver.kube.client import Credentials, Kube
 from apiserver.loops.sync.steps import Steps
 from apiserver.objects import Obj
 from apiserver.sync.desired import location_child
 from apiserver.sync.work import WorkKey
 
-
-def hub_cache() -> HubCache:
-    session = cast(aiohttp.ClientSession, None)
-    cache = HubCache(Kube(session, Credentials("https://hub.invalid", False), "hub"))
-    for informer in (
-        *cache.objects.values(),
-        cache.namespaces,
-        cache.locations,
-        cache.policies,
-        cache.overrides,
-        cache.cluster_overrides,
-        cache.slices,
-    ):
-        informer.synced.set()
-    cache.locations.cache["east"] = {"metadata": {"name": "east", "labels": {"region": "us"}}}
-    cache.locations.cache["west"] = {"metadata": {"name": "west", "labels": {"region": "us"}}}
-    cache.namespaces.cache["shop"] = {"metadata": {"name": "shop", "uid": "u-shop"}}
-    return cache
+from .hub_fakes import conf, hub_cache, placed, put, web_deployment
 
 
 def deployment(placement: dict[str, int], image: str = "nginx") -> Obj:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": "web",
-            "namespace": "shop",
-            "uid": "u-web",
-            "annotations": {PLACEMENT: json.dumps(placement)},
-        },
-        "spec": {
-            "replicas": sum(placement.values()),
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": image}]},
-            },
-        },
-    }
-
-
-def config_map(placement: dict[str, None]) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": "conf",
-            "namespace": "shop",
-            "uid": "u-conf",
-            "annotations": {PLACEMENT: json.dumps(placement)},
-        },
-        "data": {"a": "b"},
-    }
+    return web_deployment(placed(placement), sum(placement.values()), image=image)
 
 
 def decided() -> Steps:
@@ -85,15 +35,11 @@ def decided() -> Steps:
     return steps
 
 
-def put(cache: HubCache, kind: str, obj: Obj) -> None:
-    cache.objects[kind].cache[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = obj
-
-
 def test_a_locations_work_is_what_the_push_loop_applies_there_and_nothing_else() -> None:
     cache = hub_cache()
     hub = deployment({"east": 3, "west": 2})
     put(cache, DEPLOYMENT.key, hub)
-    put(cache, CONFIGMAP.key, config_map({"west": None}))
+    put(cache, CONFIGMAP.key, conf({"west": None}))
     feeds = Feeds(cache, decided())
     east = [o for o in feeds.work("east").values() if isinstance(o, dict)]
     assert [o["kind"] for o in east] == ["Namespace", "Deployment"]
@@ -147,7 +93,7 @@ async def test_a_watcher_hears_which_objects_changed_and_when_everything_may_hav
 def test_again_computes_only_the_changed_objects_and_says_which_left() -> None:
     cache = hub_cache()
     put(cache, DEPLOYMENT.key, deployment({"east": 3}))
-    put(cache, CONFIGMAP.key, config_map({"east": None}))
+    put(cache, CONFIGMAP.key, conf({"east": None}))
     feeds = Feeds(cache, decided())
     web = WorkKey("apps/v1", "Deployment", "shop", "web")
     assert set(feeds.objects("east")) == {web, WorkKey("v1", "ConfigMap", "shop", "conf")}

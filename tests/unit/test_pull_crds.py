@@ -32,7 +32,7 @@ from apiserver.loops.locations import LocationLoop
 from apiserver.models.report import body, crds_body, slim_crd
 from apiserver.objects import Obj
 
-from .test_feed_work import hub_cache
+from .hub_fakes import hub_cache
 from .test_pull_report import location, wait_for
 
 

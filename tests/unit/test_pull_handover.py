@@ -28,7 +28,7 @@ from apiserver.objects import Obj
 from apiserver.sync.report import WAITING
 from apiserver.sync.work import Kept
 
-from .test_feed_work import hub_cache
+from .hub_fakes import conf, hub_cache, placed, web_deployment
 
 WEB = Key(DEPLOYMENT.key, "shop", "web")
 CONF = Key(CONFIGMAP.key, "shop", "conf")
@@ -52,40 +52,9 @@ def location(name: str, pull: bool, ready: str = "True") -> Obj:
 
 
 def web(placement: dict[str, int]) -> Obj:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": "web",
-            "namespace": "shop",
-            "uid": "u-web",
-            "generation": 2,
-            "annotations": {PLACEMENT: json.dumps(placement)},
-        },
-        "spec": {
-            "replicas": 4,
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "nginx"}]},
-            },
-        },
-    }
-
-
-def conf(placement: dict[str, None]) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": "conf",
-            "namespace": "shop",
-            "uid": "u-conf",
-            "annotations": {PLACEMENT: json.dumps(placement)},
-        },
-        "data": {"a": "b"},
-    }
+    hub = web_deployment(placed(placement), 4, generation=2)
+    hub["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+    return hub
 
 
 def deployed(replicas: int, available: int) -> Obj:

@@ -31,7 +31,7 @@ from apiserver.models.report import LocationReport, body, slim_child
 from apiserver.objects import Obj
 from apiserver.sync.report import WAITING
 
-from .test_feed_work import hub_cache
+from .hub_fakes import hub_cache
 
 KINDS = {(k.api_version, k.kind): k for k in (DEPLOYMENT, CONFIGMAP)}
 BY_KEY = {k.key: k for k in (DEPLOYMENT, CONFIGMAP)}

@@ -59,18 +59,20 @@ def test_a_flipped_condition_a_new_generation_or_the_end_are_not() -> None:
     assert not _partway(status(1, 1, "True"), ended, zero)
 
 
-def first_written_partway(bed: Folding) -> None:
-    """The ceiling of a new object's first hold is up: what it has goes."""
+async def written_partway(hold: float, ready: int) -> Folding:
+    """A new object's first status, written partway (`ready` of its pods ready) once the
+    ceiling of its first hold was up; `hold` is the hold of the partway statuses after it."""
+    bed = Folding(hold)
+    await bed.fold(child(ready))
     record = bed.records.of(KEY)
     assert record.first_look is not None
     record.first_look -= bed.folder.hold.first_most
+    await bed.fold(child(ready))
+    return bed
 
 
 async def test_partway_statuses_wait_and_the_settled_one_does_not() -> None:
-    bed = Folding(60.0)
-    await bed.fold(child(0))
-    first_written_partway(bed)
-    await bed.fold(child(0))
+    bed = await written_partway(60.0, 0)
     assert len(bed.hub.writes) == 1
     bed.later.clear()
     await bed.fold(child(1))
@@ -102,10 +104,7 @@ async def test_a_new_objects_first_status_waits_for_its_counters_up_to_the_ceili
     assert bed.hub.writes == [] and [round(d) for _, d in bed.later] == [10, 10]  # one new
     await bed.fold(child(3))
     assert len(bed.hub.writes) == 1 and bed.hub.writes[0]["status"]["availableReplicas"] == 3
-    late = Folding(1.0)
-    await late.fold(child(1))
-    first_written_partway(late)
-    await late.fold(child(1))
+    late = await written_partway(1.0, 1)
     assert len(late.hub.writes) == 1 and late.hub.writes[0]["status"]["availableReplicas"] == 1
     assert late.folder.hold.settling is None  # not settled yet: nothing learnt
 
@@ -141,10 +140,7 @@ def test_a_first_status_waits_longer_while_many_new_objects_came_lately() -> Non
 
 
 async def test_a_first_status_written_partway_teaches_the_wait_when_it_settles() -> None:
-    bed = Folding(1.0)
-    await bed.fold(child(1))
-    first_written_partway(bed)
-    await bed.fold(child(1))
+    bed = await written_partway(1.0, 1)
     record = bed.records.of(KEY)
     assert record.first_look is not None
     record.first_look -= 30  # first seen 90 s ago
@@ -173,10 +169,7 @@ def test_the_hold_follows_our_status_writes_latency_within_its_bounds() -> None:
 async def test_a_partway_status_after_a_quiet_while_waits_a_hold_too() -> None:
     """Counters that move long after the last write still wait: the settled status, coming
     soon after, is then the one write instead of two."""
-    bed = Folding(5.0)
-    await bed.fold(child(0))
-    first_written_partway(bed)
-    await bed.fold(child(0))
+    bed = await written_partway(5.0, 0)
     record = bed.records.of(KEY)
     assert record.folded is not None
     record.folded -= 100  # a long quiet since

@@ -3,13 +3,12 @@ hub object, its namespace first, and the events from one state to the next."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apiserver.contract import HUB_GENERATION, ORIGIN, OVERRIDES, PLACEMENT
+from apiserver.contract import HUB_GENERATION, ORIGIN, OVERRIDES
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT
 from apiserver.models.child_inputs import ChildInputs
 from apiserver.objects import Obj
@@ -28,33 +27,18 @@ from apiserver.sync.work import (
     with_namespaces,
 )
 
+from .hub_fakes import conf, placed, web_deployment
+
 PLAIN = ChildInputs()  # no labels, no policy, no override objects
 
 
 def deployment(placement: dict[str, int] | None, **annotations: str) -> dict[str, Any]:
     notes = dict(annotations)
     if placement is not None:
-        notes[PLACEMENT] = json.dumps(placement)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": "web",
-            "namespace": "shop",
-            "uid": "u-web",
-            "resourceVersion": "7",
-            "annotations": notes,
-        },
-        "spec": {
-            "replicas": 5,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "nginx"}]},
-            },
-        },
-        "status": {"replicas": 5},
-    }
+        notes |= placed(placement)
+    hub = web_deployment(notes, 5, resourceVersion="7")
+    hub["status"] = {"replicas": 5}
+    return hub
 
 
 def test_an_object_placed_there_is_the_child_the_push_loop_applies() -> None:
@@ -167,18 +151,7 @@ def test_a_kept_entry_sends_nothing_and_keeps_what_was_sent() -> None:
 
 
 def test_a_dependency_goes_as_written_with_the_origin_label() -> None:
-    hub = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": "conf",
-            "namespace": "shop",
-            "uid": "u-conf",
-            "annotations": {PLACEMENT: json.dumps({"east": None})},
-        },
-        "data": {"a": "b"},
-    }
-    got = entry_for(hub, CONFIGMAP, "east", PLAIN)
+    got = entry_for(conf({"east": None}), CONFIGMAP, "east", PLAIN)
     assert got == {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -461,26 +461,20 @@ class SyncLoop:
         stale: dict[str, str],
         held: frozenset[str] = frozenset(),
     ) -> tuple[Placement, set[str], tuple[str, ...]]:
-        """The step for one object over all its locations, push and pull (`_handover`),
-        recorded for the work feed: this loop applies it to the push locations, the pull
-        locations' feeds serve it (`steps.py`). Made once, here."""
-        shares, deletable, waiting = self._handover(kind, hub, placement, children, stale, held)
-        self.steps.record(key, Step(shares, kept_where(children, shares, deletable, stale)))
-        return shares, deletable, waiting
-
-    def _handover(
-        self,
-        kind: Kind,
-        hub: Obj,
-        placement: Placement,
-        children: dict[str, Obj],
-        stale: dict[str, str],
-        held: frozenset[str] = frozenset(),
-    ) -> tuple[Placement, set[str], tuple[str, ...]]:
-        """What each location's child should hold now, which children may go, and what a
-        move in progress waits for. A `held` child's size is its autoscaler's: the handover
-        takes it as it is."""
-        if kind.max_unavailable is not None:
+        """The step for one object over all its locations, push and pull: what each
+        location's child should hold now, which children may go, and what a move in progress
+        waits for. Recorded for the work feed: this loop applies it to the push locations,
+        the pull locations' feeds serve it (`steps.py`). Made once, here. A `held` child's
+        size is its autoscaler's: the handover takes it as it is."""
+        shares: Placement
+        waiting: tuple[str, ...] = ()
+        if kind.max_unavailable is None:
+            shares = dict(placement)
+            deletable = {loc for loc in children if loc not in placement and loc not in stale}
+            namespace = hub["metadata"].get("namespace")
+            if namespace and kind.role in STAY_WITH_WORKLOADS:
+                deletable = self._without_workloads(deletable, namespace)
+        else:
             observed = {
                 loc: Child(
                     replicas=int(child.get("spec", {}).get("replicas", 0)),
@@ -499,20 +493,21 @@ class SyncLoop:
                 total=total,
                 max_unavailable=self._disruptions(kind, hub, total, kind.max_unavailable(hub)),
             )
-            return dict(step.replicas), set(step.delete), step.waiting
-        leaving = {loc for loc in children if loc not in placement and loc not in stale}
-        namespace = hub["metadata"].get("namespace")
-        if namespace and kind.role in STAY_WITH_WORKLOADS:
-            # A ConfigMap stays while anything of its namespace still runs there; a Service,
-            # or an Ingress, until the last pods it may route to have gone. (A PriorityClass,
-            # cluster-scoped, goes at once: pods that run keep their priority.)
-            leaving = {
-                loc
-                for loc in leaving
-                if (view := self.children.view(loc)) is None
-                or not view.namespace_has_workloads(namespace)
-            }
-        return dict(placement), leaving, ()
+            shares, deletable, waiting = dict(step.replicas), set(step.delete), step.waiting
+        self.steps.record(key, Step(shares, kept_where(children, shares, deletable, stale)))
+        return shares, deletable, waiting
+
+    def _without_workloads(self, locations: set[str], namespace: str) -> set[str]:
+        """Those of `locations` where nothing of `namespace` runs any more. A ConfigMap stays
+        while anything of its namespace still runs there; a Service, or an Ingress, until the
+        last pods it may route to have gone. (A PriorityClass, cluster-scoped, goes at once:
+        pods that run keep their priority.)"""
+        return {
+            loc
+            for loc in locations
+            if (view := self.children.view(loc)) is None
+            or not view.namespace_has_workloads(namespace)
+        }
 
 
 def held_by_scalers(cache: HubCache, key: Key, kind: Kind, placement: Placement) -> frozenset[str]:

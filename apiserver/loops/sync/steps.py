@@ -1,7 +1,7 @@
 """The handover step the sync loop decided for each hub object, for the work feed to serve.
 
 The sync loop decides, for one hub object, what every location's child holds now, over all
-its locations at once, push and pull (`SyncLoop._handover`, from the pushed children's
+its locations at once, push and pull (`SyncLoop._decide`, from the pushed children's
 watches and the pull children's reports): on a move, the new copies first, the old ones
 shrinking only as far as the replicas available elsewhere allow (`sync/handover.plan`). It
 applies that step to the push locations itself. A pull location's agent applies what its

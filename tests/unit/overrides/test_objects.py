@@ -14,6 +14,7 @@ from apiserver.models.override_index import Index, location_rules, read, rules_o
 from apiserver.overrides.rules import RuleError
 from apiserver.subresources.locations import overrides_by_location, rows
 from apiserver.sync.desired import location_child
+from tests.unit.hub_fakes import web_deployment
 
 DEPLOYMENT = ("apps", "Deployment")
 EU = {"region": "eu"}
@@ -137,24 +138,8 @@ def test_malformed_rules_fail_where_they_apply_naming_the_override() -> None:
 
 
 def deployment() -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": "web",
-            "namespace": "shop",
-            "uid": "u-1",
-            "annotations": {OVERRIDES: json.dumps({"*": env("annotation")})},
-        },
-        "spec": {
-            "replicas": 3,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "app", "image": "web:1"}]},
-            },
-        },
-    }
+    annotations = {OVERRIDES: json.dumps({"*": env("annotation")})}
+    return web_deployment(annotations, 3, uid="u-1", container="app", image="web:1")
 
 
 def test_the_annotation_has_the_last_word() -> None:

@@ -14,6 +14,7 @@ from apiserver.overrides.apply import OverrideError
 from apiserver.overrides.rules import RuleError
 from apiserver.sync.desired import location_child
 from apiserver.sync.status import fold
+from tests.unit.hub_fakes import web_deployment
 
 US = {"topology.kubernetes.io/region": "us"}
 
@@ -25,25 +26,7 @@ def entry(kind: str) -> Kind:
 def hub(overrides: Any = None, **annotations: str) -> dict[str, Any]:
     if overrides is not None:
         annotations[OVERRIDES] = json.dumps(overrides)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": "web",
-            "namespace": "shop",
-            "uid": "u-1",
-            "generation": 1,
-            "annotations": annotations,
-        },
-        "spec": {
-            "replicas": 3,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "app", "image": "web:1"}]},
-            },
-        },
-    }
+    return web_deployment(annotations, 3, uid="u-1", container="app", image="web:1", generation=1)
 
 
 def child(obj: dict[str, Any], location: str, labels: dict[str, str]) -> dict[str, Any]:
