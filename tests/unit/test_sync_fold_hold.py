@@ -10,6 +10,7 @@ children do.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from apiserver.kinds import DEPLOYMENT, JOB
@@ -110,8 +111,8 @@ async def test_a_new_objects_first_status_waits_for_its_counters_up_to_the_ceili
 
 
 def test_a_first_status_waits_about_as_long_as_new_objects_lately_took_to_settle() -> None:
-    """Half as long again, between the partway hold's ceiling and a minute: in a burst the
-    children settle tens of seconds after the first look, alone within seconds."""
+    """Half as long again, between the partway hold's ceiling and four minutes: in a burst
+    the children settle minutes after the first look, alone within seconds."""
     hold = Hold(1.0, 10.0)
     assert hold.first(0.0) == 10.0
     for _ in range(40):
@@ -119,7 +120,10 @@ def test_a_first_status_waits_about_as_long_as_new_objects_lately_took_to_settle
     assert 44.0 < hold.first(0.0) <= 45.0
     for _ in range(40):
         hold.settled(100.0)
-    assert hold.first(0.0) == 60.0
+    assert 145.0 < hold.first(0.0) <= 150.0
+    for _ in range(40):
+        hold.settled(400.0)
+    assert hold.first(0.0) == 240.0  # the ceiling
     for _ in range(80):
         hold.settled(2.0)
     assert hold.first(0.0) == 10.0
@@ -129,26 +133,43 @@ def test_a_first_status_waits_longer_while_many_new_objects_came_lately() -> Non
     """A burst's objects all come before any has settled: their number is the sign."""
     hold = Hold(1.0, 10.0)
     hold.new_object(100.0)
-    assert hold.first(100.0) == 10.1  # one create alone: ten seconds
+    assert hold.first(100.0) == 10.2  # one create alone: ten seconds
     for i in range(199):
         hold.new_object(100.0 + i / 10)
-    assert hold.first(120.0) == 30.0  # 200 within the minute
+    assert hold.first(120.0) == 50.0  # 200 within the minute
     for i in range(1000):
         hold.new_object(120.0 + i / 100)
-    assert hold.first(130.0) == 60.0  # a thousand: the ceiling
+    assert hold.first(130.0) == 240.0  # a thousand more: the ceiling
     assert hold.first(300.0) == 10.0  # a quiet minute later, forgotten
+
+
+async def test_a_burst_objects_first_status_keeps_the_wait_judged_at_its_first_look() -> None:
+    """Its last objects settle minutes after the burst, when the burst has left the window:
+    the wait judged at the first look still holds them."""
+    bed = Folding(1.0)
+    for _ in range(1000):
+        bed.folder.hold.new_object(time.monotonic())
+    await bed.fold(child(1))
+    record = bed.records.of(KEY)
+    assert record.first_look is not None and record.first_hold == 210.2  # 1,001 new: 10 s a 50
+    bed.folder.hold.news.clear()  # the burst's minute is over
+    record.first_look -= 150  # first seen 150 s ago: past the hold of a quiet moment
+    await bed.fold(child(2))
+    assert bed.hub.writes == []
+    await bed.fold(child(3))
+    assert len(bed.hub.writes) == 1 and bed.hub.writes[0]["status"]["availableReplicas"] == 3
 
 
 async def test_a_first_status_written_partway_teaches_the_wait_when_it_settles() -> None:
     bed = await written_partway(1.0, 1)
     record = bed.records.of(KEY)
     assert record.first_look is not None
-    record.first_look -= 30  # first seen 90 s ago
+    record.first_look -= 30  # first seen the ceiling and 30 s ago
     record.folded = (record.folded or 0) - 10
     await bed.fold(child(3))
     assert len(bed.hub.writes) == 2 and record.first_look is None
-    settling = bed.folder.hold.settling
-    assert settling is not None and 89.0 < settling < 91.0
+    settling, took = bed.folder.hold.settling, bed.folder.hold.first_most + 30
+    assert settling is not None and took - 1 < settling < took + 1
 
 
 def test_the_hold_follows_our_status_writes_latency_within_its_bounds() -> None:

@@ -82,7 +82,7 @@ class Settings:
     fold_hold_most: float = 10.0
     # A new object's first status waits for its children to settle, about as long as new
     # objects have lately taken, at most this long (`fold.Hold.first`).
-    fold_first_most: float = 60.0
+    fold_first_most: float = 240.0
 
 
 class SyncLoop:

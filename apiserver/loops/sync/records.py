@@ -30,6 +30,7 @@ class Record:
     # When a new object was first looked at, until its children settled (its first status
     # waits for them, and how long they took tells the next ones how long to wait).
     first_look: float | None = None
+    first_hold: float = 0.0  # how long its first status may wait, as judged at that first look
     partway: float | None = None  # since when a partway status waits to be written
     # Whether a move was announced (Moving) and not yet ended (Moved), while the hub's status
     # does not say so yet: a move can start, or even end, while its placement is still on its
