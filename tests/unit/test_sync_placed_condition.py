@@ -152,7 +152,7 @@ async def test_a_condition_that_changes_where_is_written_at_once_not_held() -> N
     await loops.fold(obj, 0)
     first_look = loops.records.of(KEY).first_look
     assert loops.hub.applies == [] and first_look is not None  # a first status waits…
-    loops.records.of(KEY).first_look = first_look - 60  # …a while at most
+    loops.records.of(KEY).first_look = first_look - loops.folder.hold.first_most  # …a while at most
     await loops.fold(obj, 0)
     obj["status"] = loops.written()
     loops.writer.condition(DEPLOYMENT, KEY, obj, "True", "Placed", "us-east=3")
