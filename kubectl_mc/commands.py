@@ -230,3 +230,32 @@ def unjoin(
     except KubeError as err:
         fail(str(err))
     click.echo(f"location.kmc.dev/{name} unjoined")
+
+
+@cli.command()
+@click.argument("name")
+@hub_options
+def revoke(name: str, **hub: Any) -> None:
+    """Take a pull location's agent's rights on the hub away, and keep the rest.
+
+    Its certificate opens nothing from then on (its feed, report, Lease and renewals are
+    refused), the Location turns not Ready (then the grace and evacuation as for any silent
+    location), and what runs in the location stays: its agent deletes nothing. `kubectl mc
+    join NAME --mode pull` makes a new join; give its token to the agent and restart it.
+    """
+    from kubectl_mc import join_pull
+    from kubectl_mc.kube import KubeError
+
+    client = hub_client(**hub_args(hub))
+    try:
+        token_id = join_pull.revoke(client, name)
+    except join_pull.JoinError as err:
+        fail(f"error: {err}")
+    except KubeError as err:
+        fail(str(err))
+    joined = f" (join {token_id})" if token_id else ""
+    click.echo(f"location.kmc.dev/{name} revoked{joined}")
+    click.echo(
+        f"Its agent's certificate opens nothing on the hub now. To let it back: "
+        f"`kubectl mc join {name} --mode pull`, and give its agent the new token."
+    )

@@ -8,14 +8,18 @@ makes, on the hub only:
   authentication only, extra group `system:bootstrappers:kmc:<name>`), which the agent uses
   once to ask for a client certificate (a CSR that kmc-apiserver approves for this join
   only, and marks used);
-- the agent's rights, named for it: user `kmc:location:<name>` may get its feed
+- the agent's rights, named for the location and bound to this join's group
+  `kmc:join:<token id>` (which its certificate carries): it may get its feed
   (`locations/work`), update its report and CRDs (`locations/report`, `locations/crds`), get
   and update its Lease `kmc-system/kmc-agent-<name>` (made here, so no `create` on leases),
   and create and read CertificateSigningRequests (to renew); the token's group may create
-  and read them too.
+  and read them too. Joining again binds them to the new join's group: a certificate of an
+  older join opens nothing from then on.
 
-Unjoin deletes those rights (a certificate cannot be revoked: without them it opens
-nothing), the token, the Lease and the Location. The names are kmc-apiserver's too
+A certificate cannot be revoked; its rights can. `revoke` deletes the bindings and marks the
+join revoked on the Location (kmc-apiserver then approves no renewal of it, and the Location
+is not Ready); the Location, its Lease and what the location runs stay, until a new join.
+Unjoin deletes the rights, the token, the Lease and the Location. The names are kmc-apiserver's too
 (`apiserver/locations/joins.py`; this package cannot import it, a unit test checks they
 agree).
 """
@@ -40,7 +44,9 @@ TOKEN_NAMESPACE = "kube-system"
 TOKEN_TTL = datetime.timedelta(hours=1)
 USER_PREFIX = "kmc:location:"
 BOOTSTRAP_GROUP_PREFIX = "system:bootstrappers:kmc:"
+JOIN_GROUP_PREFIX = "kmc:join:"
 TOKEN_ANNOTATION = "kmc.dev/join-token-id"
+REVOKED_ANNOTATION = "kmc.dev/join-revoked"
 LEASE_PREFIX = "kmc-agent-"
 BOOTSTRAPPER_ROLE = "kmc:bootstrapper"
 LOCATIONS = "/apis/kmc.dev/v1alpha1/locations"
@@ -60,6 +66,10 @@ def user(name: str) -> str:
 
 def bootstrap_group(name: str) -> str:
     return f"{BOOTSTRAP_GROUP_PREFIX}{name}"
+
+
+def join_group(token_id: str) -> str:
+    return f"{JOIN_GROUP_PREFIX}{token_id}"
 
 
 def new_token() -> tuple[str, str]:
@@ -106,13 +116,14 @@ def location(name: str, labels: dict[str, str], token_id: str) -> Obj:
     }
 
 
-def rbac(name: str) -> list[Obj]:
-    """The hub RBAC of a pull location's agent, and of its join's token: every object here
-    is named for the location (so unjoin removes exactly these) except the shared
-    ClusterRole the token's group is bound to."""
+def rbac(name: str, token_id: str) -> list[Obj]:
+    """The hub RBAC of a pull location's agent (bound to the group of join `token_id`, which
+    its certificate carries), and of its join's token: every object here is named for the
+    location (so unjoin removes exactly these) except the shared ClusterRole the token's
+    group is bound to."""
     lease = f"{LEASE_PREFIX}{name}"
     role = f"kmc:location:{name}"
-    agent = {"apiGroup": RBAC, "kind": "User", "name": user(name)}
+    agent = {"apiGroup": RBAC, "kind": "Group", "name": join_group(token_id)}
     return [
         {
             "apiVersion": f"{RBAC}/v1",
@@ -261,7 +272,7 @@ def join(
             "metadata": {"name": NS, "labels": {"kmc.dev/exclude": "true"}},
         },
     )
-    for obj in rbac(name):
+    for obj in rbac(name, token_id):  # binding this join's group: an older one's loses them
         hub.apply(path(obj), obj)
     try:
         hub.get(path(lease(name)))
@@ -280,21 +291,60 @@ def join(
 def unjoin(hub: Client, name: str) -> None:
     """Remove what join made for a pull location but the Location itself: its rights first
     (what revokes its certificate), then its tokens and its Lease."""
+    gone = [path(obj) for obj in rbac(name, "") if obj["metadata"]["name"] != BOOTSTRAPPER_ROLE]
+    _delete(hub, [*gone, *_tokens(hub, name), path(lease(name))])
+
+
+def revoke(hub: Client, name: str) -> str:
+    """Take a pull location's agent's rights away and keep everything else; the revoked
+    join's token id. The join is marked revoked first (kmc-apiserver then approves no renewal
+    of it and reports the Location not Ready), then its bindings and tokens go."""
     from kubectl_mc.kube import KubeError
 
-    gone: list[str] = [
-        path(obj) for obj in rbac(name) if obj["metadata"]["name"] != BOOTSTRAPPER_ROLE
-    ]
+    try:
+        found = hub.get(f"{LOCATIONS}/{name}")
+    except KubeError as err:
+        if err.code == 404:
+            raise JoinError(
+                f'no location "{name}" on the hub (`kubectl mc get locations` lists them)'
+            ) from err
+        raise
+    if mode_of(found) != "Pull":
+        raise JoinError(
+            f"location {name} is a push location: the hub dials it with the credential in its "
+            f"Secret, and no agent of it has rights to revoke; `kubectl mc unjoin {name}` "
+            "removes it"
+        )
+    annotations = (found.get("metadata") or {}).get("annotations") or {}
+    token_id = str(annotations.get(TOKEN_ANNOTATION) or "")
+    mark = {
+        "apiVersion": found["apiVersion"],
+        "kind": "Location",
+        "metadata": {"name": name, "annotations": {REVOKED_ANNOTATION: token_id}},
+    }
+    hub.apply(f"{LOCATIONS}/{name}", mark, manager="kubectl-mc-revoke")
+    binds = ("ClusterRoleBinding", "RoleBinding")
+    bindings = [path(obj) for obj in rbac(name, token_id) if obj["kind"] in binds]
+    _delete(hub, [*bindings, *_tokens(hub, name)])
+    return token_id
+
+
+def _tokens(hub: Client, name: str) -> list[str]:
+    """Where the bootstrap tokens of `name`'s joins are."""
     tokens = hub.get(
         f"/api/v1/namespaces/{TOKEN_NAMESPACE}/secrets", labelSelector=f"kmc.dev/location={name}"
     )
-    gone += [
+    return [
         f"/api/v1/namespaces/{TOKEN_NAMESPACE}/secrets/{t['metadata']['name']}"
         for t in tokens.get("items", [])
         if t.get("type") == "bootstrap.kubernetes.io/token"
     ]
-    gone.append(path(lease(name)))
-    for each in gone:
+
+
+def _delete(hub: Client, paths: list[str]) -> None:
+    from kubectl_mc.kube import KubeError
+
+    for each in paths:
         try:
             hub.delete(each)
         except KubeError as err:

@@ -2,12 +2,13 @@
 
 `kubectl mc join NAME --mode pull` gives a one-use bootstrap token. With it the agent makes
 an EC key here, asks the hub for a certificate (a CertificateSigningRequest of signer
-`kubernetes.io/kube-apiserver-client`, CN `kmc:location:<name>`, O `kmc:locations`), which
-kmc-apiserver approves for that join only, and waits for the hub's controller-manager to sign
+`kubernetes.io/kube-apiserver-client`, CN `kmc:location:<name>`, O `kmc:locations` and
+`kmc:join:<token id>`: its rights on the hub are bound to that join), which kmc-apiserver
+approves for that join only, and waits for the hub's controller-manager to sign
 it. Key and certificate are kept in a Secret in its own cluster (`kmc-system/kmc-agent-identity`,
 type `kubernetes.io/tls`) — never on the hub — and used for everything after, across
 restarts. Before it expires (at 70 to 80% of its life) the agent asks for the next one the same
-way, as itself, and switches the hub client to it once it is issued.
+way, as itself and for the same join, and switches the hub client to it once it is issued.
 """
 
 from __future__ import annotations
@@ -73,6 +74,13 @@ class Identity:
         names = parsed.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
         return str(names[0].value) if names else ""
 
+    def join_id(self) -> str:
+        """The join it was issued for (its `kmc:join:<token id>` organization), or ""."""
+        parsed = x509.load_pem_x509_certificate(self.cert)
+        orgs = parsed.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
+        joined = [str(o.value) for o in orgs if str(o.value).startswith(joins.JOIN_GROUP_PREFIX)]
+        return joined[0].removeprefix(joins.JOIN_GROUP_PREFIX) if len(joined) == 1 else ""
+
     def renew_after(self, draw: float | None = None) -> datetime.datetime:
         """When to ask for the next one: 70 to 80% through its life (jittered, so a fleet
         joined at once does not renew at once)."""
@@ -80,12 +88,27 @@ class Identity:
         return self.not_before + (self.not_after - self.not_before) * share
 
 
-def new_request(location: str) -> tuple[bytes, bytes]:
-    """A fresh EC P-256 key and a CSR for `kmc:location:<location>` in `kmc:locations` (PEM)."""
+def token_id(token: str) -> str:
+    """A bootstrap token's id: what comes before its dot."""
+    return token.partition(".")[0]
+
+
+def reusable(kept: Identity | None, token: str | None, now: datetime.datetime) -> bool:
+    """Whether to use the kept certificate: unexpired, and of the join of the bootstrap token
+    given, if one is (a token of a newer join replaces it: how a revoked agent comes back)."""
+    if kept is None or kept.not_after <= now:
+        return False
+    return token_id(token or "") in ("", kept.join_id())
+
+
+def new_request(location: str, join_id: str) -> tuple[bytes, bytes]:
+    """A fresh EC P-256 key and a CSR for `kmc:location:<location>` in `kmc:locations` and
+    `kmc:join:<join_id>` (PEM)."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, joins.GROUP),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, joins.join_group(join_id)),
             x509.NameAttribute(NameOID.COMMON_NAME, joins.user(location)),
         ]
     )
@@ -184,11 +207,16 @@ async def store(cluster: Client, identity: Identity, hub: str, name: str = SECRE
 
 
 async def ask(
-    hub: Client, location: str, seconds: int | None, poll: float = 1.0, timeout: float = 600.0
+    hub: Client,
+    location: str,
+    join_id: str,
+    seconds: int | None,
+    poll: float = 1.0,
+    timeout: float = 600.0,
 ) -> Identity:
-    """Ask the hub for a certificate as whoever `hub` is (the token, or the current
-    certificate) and wait until it is issued."""
-    key, request = new_request(location)
+    """Ask the hub for a certificate of join `join_id` as whoever `hub` is (the token, or
+    the current certificate) and wait until it is issued."""
+    key, request = new_request(location, join_id)
     body = csr_object(location, request, seconds)
     name = body["metadata"]["name"]
     try:
@@ -203,7 +231,9 @@ async def ask(
         if err.code == 403:
             raise IdentityError(
                 f"the hub refused the certificate request (403: {err}): the location's join "
-                "was removed (`kubectl mc unjoin`) or never made"
+                "was removed (`kubectl mc unjoin`), revoked (`kubectl mc revoke`), replaced by "
+                f"a newer one, or never made; run `kubectl mc join {location} --mode pull` "
+                "again and give this agent the new token"
             ) from err
         raise
     log.info("asked the hub for a certificate: CertificateSigningRequest %s", name)

@@ -49,7 +49,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--bootstrap-token",
         default=None,
         help="the token `kubectl mc join NAME --mode pull` printed: used once, when no "
-        "certificate is kept in this cluster yet",
+        "certificate of its join is kept in this cluster yet (a kept one of an older join "
+        "is replaced)",
     )
     parser.add_argument("--bootstrap-token-file", default=None, help="the same, from a file")
     parser.add_argument(
@@ -146,7 +147,7 @@ async def _identity(
             f"Secret {args.identity_secret} in this cluster holds a certificate for "
             f"{kept.common_name()!r}, not location {args.location}: delete it to join anew"
         )
-    if kept is not None and kept.not_after > now:
+    if kept is not None and identity.reusable(kept, args.bootstrap_token, now):
         log.info("using the certificate kept in Secret %s", args.identity_secret)
         return kept
     if not args.bootstrap_token:
@@ -158,7 +159,16 @@ async def _identity(
     context = ssl.create_default_context(cafile=args.hub_ca or None)
     creds = Credentials(args.hub_url.rstrip("/"), context, token=args.bootstrap_token)
     bootstrap = Kube(session, creds, "hub", agent=agent_name)
-    got = await identity.ask(bootstrap, args.location, args.certificate_seconds)
+    given = identity.token_id(args.bootstrap_token)
+    if kept is not None and kept.not_after > now:
+        log.info(
+            "the bootstrap token is of join %s, the certificate kept in Secret %s of join %s: "
+            "joining anew",
+            given,
+            args.identity_secret,
+            kept.join_id() or "(none)",
+        )
+    got = await identity.ask(bootstrap, args.location, given, args.certificate_seconds)
     await identity.store(cluster, got, args.hub_url, args.identity_secret)
     return got
 
@@ -171,7 +181,9 @@ async def _renew(
         wait = (current.renew_after() - datetime.datetime.now(datetime.UTC)).total_seconds()
         await asyncio.sleep(max(wait, 0.0))
         try:
-            fresh = await identity.ask(hub, args.location, args.certificate_seconds)
+            fresh = await identity.ask(
+                hub, args.location, current.join_id(), args.certificate_seconds
+            )
             await identity.store(cluster, fresh, args.hub_url, args.identity_secret)
         except (ApiError, TimeoutError, identity.IdentityError) as err:
             log.warning("renewing the hub certificate failed: %s; trying again in 30s", err)

@@ -23,6 +23,7 @@ COLLECTION = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases"
 RENEWED = "AgentLease"
 NO_LEASE = "NoAgentLease"
 EXPIRED = "AgentLeaseExpired"
+REVOKED = "JoinRevoked"
 
 
 def name(location: str) -> str:
@@ -79,11 +80,19 @@ def _parse(value: object) -> datetime.datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
 
 
-def verdict(location: str, lease: Obj | None, now: datetime.datetime) -> Verdict:
-    """Ready while the agent's lease was renewed within its duration. The message of a Ready
-    one does not name the renewal time, so a renewal alone changes no Location status (its
-    status is written only when something changed)."""
+def verdict(location: str, lease: Obj | None, now: datetime.datetime, revoked: str = "") -> Verdict:
+    """Ready while the agent's lease was renewed within its duration, and its join (token id
+    `revoked`) was not revoked. The message of a Ready one does not name the renewal time, so
+    a renewal alone changes no Location status (its status is written only when something
+    changed)."""
     where = f"{NAMESPACE}/{name(location)}"
+    if revoked:
+        return Verdict(
+            "False",
+            REVOKED,
+            f"its join (token {revoked}) was revoked: its agent may not read its work or renew "
+            f"its lease; `kubectl mc join {location} --mode pull` for a new one",
+        )
     if lease is None:
         return Verdict("False", NO_LEASE, f"no lease from its agent (Lease {where} on the hub)")
     spec = lease.get("spec") or {}

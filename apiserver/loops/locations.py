@@ -27,7 +27,7 @@ from apiserver.contract import now
 from apiserver.kube.client import ApiError, Kube, Unreachable
 from apiserver.kube.informer import Backoff, Informer
 from apiserver.leader import Leadership
-from apiserver.locations import lease
+from apiserver.locations import joins, lease
 from apiserver.locations.fleet import CredentialsError, Fleet
 from apiserver.locations.pending import Owner, Unschedulable
 from apiserver.locations.probe import Watched, probe
@@ -216,7 +216,8 @@ class LocationLoop:
                 log.warning("location %s: reading its agent's lease failed: %s", location.name, err)
                 return {}, False
             found = None
-        verdict = lease.verdict(location.name, found, datetime.datetime.now(datetime.UTC))
+        now = datetime.datetime.now(datetime.UTC)
+        verdict = lease.verdict(location.name, found, now, joins.revoked(location.metadata))
         return {"_ready": tuple(verdict)}, True
 
     async def _probe(self, location: model.Location, watched: Watched | None) -> tuple[Obj, bool]:

@@ -6,8 +6,10 @@ and the token, trades the token for a client certificate (a hub CSR kmc-apiserve
 under its own ServiceAccount and the manifests' RBAC), and the location turns Ready and gets
 its work. The hub holds no credential for the cluster; the token cannot be used twice; the
 agent's identity may do nothing but its own feed, report, Lease and certificate requests;
-it reuses its certificate after a restart; `kubectl mc unjoin` takes its rights away, and
-its next feed request is refused."""
+it reuses its certificate after a restart; `kubectl mc revoke` takes its rights away while
+the Location and what runs there stay, and a new join brings it back (the old certificate
+opening nothing); `kubectl mc unjoin` takes its rights away, and its next feed request is
+refused."""
 
 from __future__ import annotations
 
@@ -87,8 +89,8 @@ def start_agent(own: Path, token: str | None) -> subprocess.Popen[bytes]:
     )
 
 
-def can(hub: Kubectl, verb: str, resource: str, name: str = "", **more: str) -> str:
-    """A SubjectAccessReview for the agent's identity: "yes" or "no"."""
+def can(hub: Kubectl, join: str, verb: str, resource: str, name: str = "", **more: str) -> str:
+    """A SubjectAccessReview for the agent's identity of join `join`: "yes" or "no"."""
     head, _, subresource = resource.partition("/")
     plural, _, group = head.partition(".")
     attributes = {"verb": verb, "resource": plural, "group": group, **more}
@@ -99,7 +101,11 @@ def can(hub: Kubectl, verb: str, resource: str, name: str = "", **more: str) -> 
     review = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
-        "spec": {"user": USER, "groups": ["kmc:locations"], "resourceAttributes": attributes},
+        "spec": {
+            "user": USER,
+            "groups": ["kmc:locations", f"kmc:join:{join}"],
+            "resourceAttributes": attributes,
+        },
     }
     answer = hub.run("create", "-f", "-", "-o", "json", stdin=json.dumps(review))
     return "yes" if json.loads(answer.stdout)["status"].get("allowed") else "no"
@@ -115,7 +121,8 @@ def csrs(hub: Kubectl) -> dict[str, Any]:
 
 
 def certificate_kubeconfig(hub: Kubectl, cluster: Kubectl, folder: Path) -> Kubectl:
-    """A hub kubeconfig with the agent's certificate, read from where it keeps it."""
+    """A hub kubeconfig with the agent's certificate, read from where it keeps it now."""
+    folder.mkdir(parents=True, exist_ok=True)
     kept = cluster.json("get", "secret", "kmc-agent-identity", "-n", "kmc-system")["data"]
     config_ = json.loads(hub.run("config", "view", "--raw", "--minify", "-o", "json").stdout)
     config_["users"] = [
@@ -152,6 +159,12 @@ def test_bad_pull_joins_are_refused_and_change_nothing(
     assert both.returncode != 0 and "are for --mode push" in both.stderr, both.stderr
     for name in ("Not_A_Name", "x"):
         assert hub.run("get", "location", name.lower(), check=False).returncode != 0
+    revoked = hub.mc("revoke", PUSHED, check=False)
+    assert revoked.returncode != 0 and f"location {PUSHED} is a push location" in revoked.stderr
+    nowhere = hub.mc("revoke", "nowhere", check=False)
+    assert nowhere.returncode != 0 and 'no location "nowhere" on the hub' in nowhere.stderr
+    annotations = hub.json("get", "location", PUSHED)["metadata"].get("annotations") or {}
+    assert "kmc.dev/join-revoked" not in annotations
 
 
 def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_it(
@@ -199,7 +212,9 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
     ]
 
     def matrix() -> tuple[Any, str | None]:
-        answers = [(asked, can(hub, *asked, **more), want) for asked, more, want in rights]
+        answers = [
+            (asked, can(hub, token_id, *asked, **more), want) for asked, more, want in rights
+        ]
         wrong = [(asked, said, want) for asked, said, want in answers if said != want]
         return wrong, None if not wrong else f"can-i answers {wrong}"
 
@@ -297,7 +312,7 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         # A renewal, asked as the agent asks it (with its certificate): approved as one. The
         # same identity asking for another pull location's name: left pending, saying why.
         def ask_as_agent(location: str) -> str:
-            _, pem = identity.new_request(location)
+            _, pem = identity.new_request(location, token_id)
             body = identity.csr_object(location, pem, 600)
             as_agent.run("create", "-f", "-", stdin=json.dumps(body))
             return str(body["metadata"]["name"])
@@ -345,22 +360,66 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
             hub.run("delete", "location", stranger, "--ignore-not-found")
             hub.run("delete", "csr", theirs, renewal, "--ignore-not-found", check=False)
 
+        lease = ("update", "leases.coordination.k8s.io", f"kmc-agent-{NAME}")
+
+        def refused(who: Kubectl) -> Any:
+            def check() -> tuple[Any, str | None]:
+                feed = who.run("get", "--raw", WORK.format(NAME), check=False)
+                if feed.returncode != 0 and "Forbidden" in feed.stderr:
+                    return feed.stderr, None
+                return feed.stderr, f"the feed: {feed.returncode} {feed.stderr.strip()}"
+
+            return check
+
+        # Revoked while its Location stays: its certificate opens nothing (not even a renewal),
+        # the Location is not Ready saying why, and what runs there stays (the agent deletes
+        # nothing when it is refused).
+        out = hub.mc("revoke", NAME)
+        assert f"location.kmc.dev/{NAME} revoked (join {token_id})" in out.stdout, out.stdout
+        wait_until("not Ready: revoked", ready_is(hub, NAME, "False", "JoinRevoked"))
+        wait_until("the agent's feed refused after revoke", refused(as_agent))
+        assert can(hub, token_id, *lease, **KMC_SYSTEM) == "no"
+        _, pem = identity.new_request(NAME, token_id)
+        renewing = as_agent.run(
+            "create", "-f", "-", stdin=json.dumps(identity.csr_object(NAME, pem, 600)), check=False
+        )
+        assert renewing.returncode != 0 and "Forbidden" in renewing.stderr, renewing.stderr
+        assert replicas_in(cluster, namespace) == 2
+        assert hub.run("get", "location", NAME, check=False).returncode == 0
+
+        # A new join brings it back: its agent, given the new token, trades it for a
+        # certificate of the new join in place of the one it keeps; the old one stays refused.
+        rejoined = hub.mc("join", NAME, "--mode", "pull")
+        assert f"location.kmc.dev/{NAME} configured (pull)" in rejoined.stdout, rejoined.stdout
+        found = re.search(r"bootstrap token \(one use, expires [^)]+\): (\S+)", rejoined.stdout)
+        assert found, rejoined.stdout
+        new_id = found.group(1).split(".")[0]
+        assert new_id != token_id
+        stop(running)
+        running = start_agent(spare, found.group(1))
+        wait_until("Ready after a new join", ready_is(hub, NAME, "True", "AgentLease"))
+        joined_again = [
+            c for c in csrs(hub).values() if c["spec"]["username"] == f"system:bootstrap:{new_id}"
+        ]
+        assert len(joined_again) == 1, csrs(hub)
+        reasons = [c.get("reason") for c in joined_again[0]["status"]["conditions"]]
+        assert reasons == ["KmcLocationJoin"], joined_again[0]["status"]
+        old = as_agent
+        as_agent = certificate_kubeconfig(hub, cluster, tmp_path / "rejoined")
+        own = as_agent.run("get", "--raw", WORK.format(NAME), check=False)
+        assert own.returncode == 0 and '"kind":"WorkList"' in own.stdout.replace(" ", "")
+        wait_until("the old certificate still refused", refused(old))
+        assert can(hub, new_id, *lease, **KMC_SYSTEM) == "yes"
+        assert can(hub, token_id, *lease, **KMC_SYSTEM) == "no"
+
         # Unjoin: drained (the agent removes its share), then its rights go, and the Location.
         out = hub.mc("unjoin", NAME, "--timeout=180s")
         assert f"location.kmc.dev/{NAME} unjoined" in out.stdout, out.stdout + out.stderr
         assert replicas_in(pushed, namespace) == 4
         assert hub.run("get", "location", NAME, check=False).returncode != 0
-
-        def refused() -> tuple[Any, str | None]:
-            feed = as_agent.run("get", "--raw", WORK.format(NAME), check=False)
-            if feed.returncode != 0 and "Forbidden" in feed.stderr:
-                return feed.stderr, None
-            return feed.stderr, f"the feed after unjoin: {feed.returncode} {feed.stderr.strip()}"
-
-        wait_until("the agent's feed refused after unjoin", refused)
-        lease = ("update", "leases.coordination.k8s.io", f"kmc-agent-{NAME}")
-        assert can(hub, *lease, **KMC_SYSTEM) == "no"
-        assert can(hub, "get", "locations.mc.kmc.dev/work", NAME) == "no"
+        wait_until("the agent's feed refused after unjoin", refused(as_agent))
+        assert can(hub, new_id, *lease, **KMC_SYSTEM) == "no"
+        assert can(hub, new_id, "get", "locations.mc.kmc.dev/work", NAME) == "no"
         left = hub.json(
             "get", "clusterrolebindings,rolebindings", "-A", "-l", f"kmc.dev/location={NAME}"
         )

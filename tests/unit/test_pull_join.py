@@ -28,9 +28,10 @@ def csr(
     name: str = "kmc-agent-edge-1",
     request: bytes | None = None,
     usages: tuple[str, ...] = ("digital signature", "client auth"),
+    join: str = "abc123",
 ) -> dict[str, Any]:
     if request is None:
-        _, request = identity.new_request(location)
+        _, request = identity.new_request(location, join)
     return {
         "metadata": {"name": name},
         "spec": {
@@ -60,9 +61,14 @@ def test_a_joins_first_request_is_approved_and_marks_the_token() -> None:
     assert joins.location_of(csr()) == "edge"
 
 
+RENEWAL: dict[str, Any] = {
+    "username": "kmc:location:edge",
+    "groups": ("kmc:locations", "kmc:join:abc123"),
+}
+
+
 def test_a_renewal_by_the_locations_own_identity_is_approved() -> None:
-    renewal = csr(username="kmc:location:edge", groups=("kmc:locations",))
-    verdict = joins.judge(renewal, location(**{joins.USED_ANNOTATION: "abc123:old"}))
+    verdict = joins.judge(csr(**RENEWAL), location(**{joins.USED_ANNOTATION: "abc123:old"}))
     assert verdict.approve and not verdict.first
 
 
@@ -77,10 +83,22 @@ def test_a_renewal_by_the_locations_own_identity_is_approved() -> None:
         ({"groups": ("system:bootstrappers:kmc:other",)}, location(), "NotItsJoin"),
         # another location's agent renewing for this one
         (
-            {"username": "kmc:location:other", "groups": ("kmc:locations",)},
+            {"username": "kmc:location:other", "groups": ("kmc:locations", "kmc:join:abc123")},
             location(),
             "NotItsJoin",
         ),
+        # the token of this join asking for a certificate of another
+        ({"join": "zzz999"}, location(), "BadSubject"),
+        # a certificate of an earlier join renewing (for that join, or for the latest)
+        (
+            {**RENEWAL, "join": "zzz999", "groups": ("kmc:locations", "kmc:join:zzz999")},
+            location(),
+            "StaleJoin",
+        ),
+        ({**RENEWAL, "groups": ("kmc:locations", "kmc:join:zzz999")}, location(), "StaleJoin"),
+        # the latest join revoked: neither its renewal nor its token
+        (RENEWAL, location(**{joins.REVOKED_ANNOTATION: "abc123"}), "JoinRevoked"),
+        ({}, location(**{joins.REVOKED_ANNOTATION: "abc123"}), "JoinRevoked"),
         ({}, None, "NoLocation"),
         ({}, location(mode="Push"), "PushLocation"),
         ({"usages": ("client auth", "server auth")}, location(), "BadUsages"),
@@ -135,8 +153,17 @@ def test_the_bootstrap_token_secret() -> None:
     assert (data["token-id"], data["token-secret"]) == (token_id, secret)
 
 
+def test_a_revoked_join_is_the_latest_one_only() -> None:
+    """A mark naming an older join says nothing about the latest (a new join after a
+    revocation is not revoked)."""
+    assert joins.revoked(location(**{joins.REVOKED_ANNOTATION: "abc123"})["metadata"]) == "abc123"
+    assert joins.revoked(location(**{joins.REVOKED_ANNOTATION: "zzz999"})["metadata"]) == ""
+    assert joins.revoked({}) == ""
+    assert joins.judge(csr(), location(**{joins.REVOKED_ANNOTATION: "zzz999"})).approve
+
+
 def test_the_agents_hub_rbac_names_its_own_location_only() -> None:
-    objects = join_pull.rbac("edge")
+    objects = join_pull.rbac("edge", "abc123")
     rules = [
         r
         for o in objects
@@ -155,7 +182,7 @@ def test_the_agents_hub_rbac_names_its_own_location_only() -> None:
     assert not any("create" in r["verbs"] and r["resources"] == ["leases"] for r in rules)
     bindings = [o for o in objects if o["kind"].endswith("Binding")]
     assert {s["name"] for b in bindings for s in b["subjects"]} == {
-        "kmc:location:edge",
+        "kmc:join:abc123",  # this join's certificates only: a new join binds its own
         "system:bootstrappers:kmc:edge",
     }
 
@@ -164,12 +191,19 @@ def test_the_plugin_and_the_server_agree_on_the_names() -> None:
     assert join_pull.user("edge") == joins.user("edge")
     assert join_pull.bootstrap_group("edge") == joins.bootstrap_group("edge")
     assert join_pull.TOKEN_ANNOTATION == joins.TOKEN_ANNOTATION
+    assert join_pull.REVOKED_ANNOTATION == joins.REVOKED_ANNOTATION
+    assert join_pull.join_group("abc123") == joins.join_group("abc123")
     assert join_pull.lease("edge")["metadata"]["name"] == "kmc-agent-edge"
 
 
 def test_the_agents_request_and_when_it_renews() -> None:
-    key, request = identity.new_request("edge")
-    assert joins.subject(csr(request=request)) == ("kmc:location:edge", ["kmc:locations"], False)
+    key, request = identity.new_request("edge", "abc123")
+    assert joins.subject(csr(request=request)) == (
+        "kmc:location:edge",
+        ["kmc:locations", "kmc:join:abc123"],
+        False,
+    )
+    assert identity.token_id("abc123.0123456789abcdef") == "abc123"
     assert b"PRIVATE KEY" in key
     body = identity.csr_object("edge", request, 3600)
     assert body["spec"]["signerName"] == joins.SIGNER and body["spec"]["expirationSeconds"] == 3600
@@ -178,6 +212,40 @@ def test_the_agents_request_and_when_it_renews() -> None:
     assert (
         NOW + datetime.timedelta(hours=7) <= kept.renew_after() <= NOW + datetime.timedelta(hours=8)
     )
+
+
+def issued(join: str, hours: float = 10.0) -> identity.Identity:
+    """A certificate as the hub's signer would issue it for `edge` of `join` (self-signed)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "kmc:locations"),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, f"kmc:join:{join}"),
+            x509.NameAttribute(NameOID.COMMON_NAME, "kmc:location:edge"),
+        ]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(NOW)
+        .not_valid_after(NOW + datetime.timedelta(hours=hours))
+        .sign(key, hashes.SHA256())
+    )
+    return identity.Identity.of(b"", cert.public_bytes(serialization.Encoding.PEM))
+
+
+def test_the_agent_keeps_its_certificate_until_a_newer_joins_token_is_given() -> None:
+    kept = issued("abc123")
+    assert kept.join_id() == "abc123" and kept.common_name() == "kmc:location:edge"
+    later = NOW + datetime.timedelta(hours=1)
+    assert identity.reusable(kept, None, later)  # a restart with no token
+    assert identity.reusable(kept, "abc123.0123456789abcdef", later)  # its own join's, spent
+    assert not identity.reusable(kept, "zzz999.0123456789abcdef", later)  # a new join
+    assert not identity.reusable(kept, None, NOW + datetime.timedelta(hours=11))  # expired
+    assert not identity.reusable(None, None, later)
 
 
 def test_the_agent_needs_a_way_to_the_hub(capsys: pytest.CaptureFixture[str]) -> None:
