@@ -37,6 +37,7 @@ PUSHED = "us-east"
 USER = f"kmc:location:{NAME}"
 KMC_SYSTEM = {"namespace": "kmc-system"}
 WORK = "/apis/mc.kmc.dev/v1alpha1/locations/{}/work"
+TOKEN = re.compile(r"bootstrap token \(one use, expires [^)]+\): (\S+)")
 
 
 @pytest.fixture
@@ -111,6 +112,20 @@ def can(hub: Kubectl, join: str, verb: str, resource: str, name: str = "", **mor
     return "yes" if json.loads(answer.stdout)["status"].get("allowed") else "no"
 
 
+def renewed_by(hub: Kubectl, agent: subprocess.Popen[bytes]) -> Any:
+    """A `wait_until` check: the Lease was renewed by that agent process (a Ready from an
+    earlier one's lease still running says nothing of this one)."""
+
+    def check() -> tuple[Any, str | None]:
+        found = hub.run("get", "lease", f"kmc-agent-{NAME}", "-n", "kmc-system", "-o", "json")
+        holder = str((json.loads(found.stdout).get("spec") or {}).get("holderIdentity"))
+        if holder.endswith(f"_{agent.pid}"):
+            return holder, None
+        return holder, f"the lease is held by {holder}, not agent process {agent.pid}"
+
+    return check
+
+
 def csrs(hub: Kubectl) -> dict[str, Any]:
     items = hub.json("get", "csr")["items"]
     return {
@@ -167,6 +182,39 @@ def test_bad_pull_joins_are_refused_and_change_nothing(
     assert "kmc.dev/join-revoked" not in annotations
 
 
+def test_an_expired_bootstrap_token_is_refused_and_nothing_is_made(
+    installed: bed.State, kubectl: dict[str, Kubectl], tmp_path: Path
+) -> None:
+    """A token past its `expiration` (as an hour after join, made so at once here): the
+    agent says so and exits 1; no CSR, no identity kept, the join not marked used."""
+    hub, where, name = kubectl["hub"], kubectl[PUSHED], "pull-expired"
+    joined = hub.mc("join", name, "--mode", "pull")
+    try:
+        found = TOKEN.search(joined.stdout)
+        assert found, joined.stdout
+        token = found.group(1)
+        past = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
+        expired = {"stringData": {"expiration": past.strftime("%Y-%m-%dT%H:%M:%SZ")}}
+        secret = f"bootstrap-token-{token.split('.')[0]}"
+        hub.run("patch", "secret", secret, "-n", "kube-system", "-p", json.dumps(expired))
+        own = tmp_path / "own.kubeconfig"  # any cluster will do: it is refused before it
+        own.write_text(where.run("config", "view", "--raw", "--minify", "--flatten").stdout)
+        before = {c["metadata"]["name"] for c in hub.json("get", "csr")["items"]}
+        command = agent_command(own, token, "--identity-secret", "kmc-agent-expired")
+        command[command.index("--location") + 1] = name
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 1, proc.stderr[-3000:]
+        assert "the hub refused the bootstrap token (401 Unauthorized)" in proc.stderr
+        assert f"kubectl mc join {name} --mode pull" in proc.stderr
+        assert {c["metadata"]["name"] for c in hub.json("get", "csr")["items"]} == before
+        kept = where.run("get", "secret", "kmc-agent-expired", "-n", "kmc-system", check=False)
+        assert kept.returncode != 0 and "NotFound" in kept.stderr
+        annotations = hub.json("get", "location", name)["metadata"]["annotations"]
+        assert "kmc.dev/join-used" not in annotations, annotations
+    finally:
+        hub.mc("unjoin", name, "--force", check=False)
+
+
 def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_it(
     spare: Path, kubectl: dict[str, Kubectl], namespace: str, tmp_path: Path
 ) -> None:
@@ -175,7 +223,7 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         "join", NAME, "--mode", "pull", "--labels", f"topology.kubernetes.io/zone={NAME}"
     )
     assert f"location.kmc.dev/{NAME} joined (pull)" in joined.stdout, joined.stdout
-    found = re.search(r"bootstrap token \(one use, expires [^)]+\): (\S+)", joined.stdout)
+    found = TOKEN.search(joined.stdout)
     assert found, joined.stdout
     token = found.group(1)
     assert "kubectl apply -k manifests/agent/" in joined.stdout
@@ -306,6 +354,7 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         # Restarted, it reuses the certificate it keeps: no new request on the hub.
         stop(running)
         running = start_agent(spare, None)
+        wait_until("its lease renewed by the restarted agent", renewed_by(hub, running))
         wait_until("Ready again", ready_is(hub, NAME, "True", "AgentLease"))
         assert set(csrs(hub)) == before
 
@@ -391,12 +440,13 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         # certificate of the new join in place of the one it keeps; the old one stays refused.
         rejoined = hub.mc("join", NAME, "--mode", "pull")
         assert f"location.kmc.dev/{NAME} configured (pull)" in rejoined.stdout, rejoined.stdout
-        found = re.search(r"bootstrap token \(one use, expires [^)]+\): (\S+)", rejoined.stdout)
+        found = TOKEN.search(rejoined.stdout)
         assert found, rejoined.stdout
         new_id = found.group(1).split(".")[0]
         assert new_id != token_id
         stop(running)
         running = start_agent(spare, found.group(1))
+        wait_until("its lease renewed after a new join", renewed_by(hub, running))
         wait_until("Ready after a new join", ready_is(hub, NAME, "True", "AgentLease"))
         joined_again = [
             c for c in csrs(hub).values() if c["spec"]["username"] == f"system:bootstrap:{new_id}"
