@@ -7,8 +7,10 @@ import copy
 
 import pydantic
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from apiserver.feed.children import ReportedChildren
+from apiserver.feed.children import ReportedChildren, as_dumped
 from apiserver.kinds import DEPLOYMENT, Key
 from apiserver.locations.reports import Reports
 from apiserver.models.report import Child
@@ -74,3 +76,37 @@ def test_a_location_whose_report_is_dropped_is_forgotten() -> None:
     assert "edge" in memo.last  # a report kept: its children stay known
     reports.drop("edge")
     assert "edge" not in memo.last
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+texts = st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=2)
+
+
+@st.composite
+def children(draw: st.DrawFn) -> Obj:
+    meta: Obj = {"name": draw(st.text(min_size=1, max_size=4))}
+    for field, values in (
+        ("namespace", st.text(max_size=4)),
+        ("generation", st.none() | st.integers()),
+        ("resourceVersion", st.none() | st.text(max_size=4)),
+        ("labels", texts),
+        ("annotations", texts),
+    ):
+        if draw(st.booleans()):
+            meta[field] = draw(values)
+    found: Obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta}
+    for field in ("spec", "status"):
+        if draw(st.booleans()):
+            found[field] = draw(st.none() | st.dictionaries(st.text(max_size=4), json_values))
+    return found
+
+
+@given(children())
+def test_a_child_comes_out_as_the_models_dump_makes_it(found: Obj) -> None:
+    assert as_dumped(found) == Child.model_validate(found).model_dump(exclude_none=True)
