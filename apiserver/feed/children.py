@@ -42,14 +42,17 @@ class ReportedChildren:
         now: dict[Ident, tuple[Obj, Obj]] = {}
         out: list[Obj] = []
         for child in raw:
+            if not isinstance(child, dict):
+                Child.model_validate(child)  # raises: a child is an object
+                raise TypeError(f"not a child: {child!r}")  # not reached
             ident = _ident(child)
             known = before.get(ident) if ident is not None else None
-            if known is not None and isinstance(child, dict) and _same(known[0], child):
+            if known is not None and _same(known[0], child):
                 dumped = known[1]
             else:
                 Child.model_validate(child)  # raises for a child that is not one
                 dumped = as_dumped(child)
-            if ident is not None and isinstance(child, dict):
+            if ident is not None:
                 now[ident] = (child, dumped)
             out.append(dumped)
         self.last[location] = now
