@@ -33,7 +33,8 @@ from apiserver.api.guard import guard
 from apiserver.feed import crds as feed_crds
 from apiserver.feed import handlers as feed
 from apiserver.feed import report as feed_report
-from apiserver.feed.report import PULLED_CRDS, REPORTS
+from apiserver.feed.children import ReportedChildren
+from apiserver.feed.report import PULLED_CRDS, REPORTED_CHILDREN, REPORTS
 from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kube import config as kubeconfig
@@ -162,6 +163,8 @@ async def _loops(app: web.Application) -> AsyncIterator[None]:
     app[REPORTS] = Reports()
     # Pull locations' CRDs, for API import, asked of their agents when their probes change.
     app[PULLED_CRDS] = PulledCRDs(app[REPORTS])
+    # Their reports' children as last validated: an unchanged one is not validated again.
+    app[REPORTED_CHILDREN] = ReportedChildren(app[REPORTS])
     locations = app[LOCATIONS] = LocationLoop(
         acting,
         cache.locations,

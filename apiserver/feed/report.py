@@ -18,17 +18,20 @@ from pydantic import ValidationError
 from apiserver.api import errors
 from apiserver.api.respond import json_response
 from apiserver.contract import MC_GROUP, VERSION
+from apiserver.feed.children import ReportedChildren
 from apiserver.hubcache import HUB_CACHE
 from apiserver.kinds import Kind
 from apiserver.kube.client import ApiError
 from apiserver.locations.pulledcrds import PulledCRDs
 from apiserver.locations.reports import Reports, keyed
 from apiserver.models.report import KIND, LocationReport
+from apiserver.objects import Obj
 
 PATH = f"/apis/{MC_GROUP}/{VERSION}/locations/{{name}}/report"
 MAX_BYTES = 64 * 1024 * 1024  # a few thousand slim children take a few MiB
 REPORTS = web.AppKey("reports", Reports)
 PULLED_CRDS = web.AppKey("pulled crds", PulledCRDs)
+REPORTED_CHILDREN = web.AppKey("reported children", ReportedChildren)
 
 
 def add_routes(app: web.Application) -> None:
@@ -40,13 +43,17 @@ async def report(request: web.Request) -> web.Response:
     location = request.match_info["name"]
     body = await read_body(request, "report", "a LocationReport")
     try:
-        parsed = LocationReport.model_validate(body)
+        parsed, slim = _validated(request.app[REPORTED_CHILDREN], location, body)
     except ValidationError as err:
         raise invalid(KIND, location, err) from None
-    await pulled_only(request, location, "reports")
+    try:
+        await pulled_only(request, location, "reports")
+    except ApiError:
+        request.app[REPORTED_CHILDREN].forget(location)  # nothing kept for it
+        raise
     kinds = list(cache.kinds.values())
     by_type: dict[tuple[str, str], Kind] = {(k.api_version, k.kind): k for k in kinds}
-    children = keyed([c.model_dump(exclude_none=True) for c in parsed.children], by_type)
+    children = keyed(slim, by_type)
     probe = parsed.probe.model_dump() if parsed.probe is not None else None
     changed = request.app[REPORTS].put(
         location, children, frozenset(parsed.namespaces), {k.key: k for k in kinds}, probe
@@ -61,6 +68,24 @@ async def report(request: web.Request) -> web.Response:
             "missingCRDs": request.app[PULLED_CRDS].missing(location),
         }
     )
+
+
+def _validated(
+    memo: ReportedChildren, location: str, body: object
+) -> tuple[LocationReport, list[Obj]]:
+    """The report (its children left out) and its children, validated: each child only when
+    it differs from the last report's (`feed/children.py`). A bad child: the whole report is
+    validated again, for Kubernetes' field names of every error (`children[3].metadata…`)."""
+    raw = body.get("children", []) if isinstance(body, dict) else None
+    if not isinstance(body, dict) or not isinstance(raw, list):
+        return LocationReport.model_validate(body), []  # raises: not a report
+    envelope = LocationReport.model_validate({**body, "children": []})
+    try:
+        return envelope, memo.validated(location, raw)
+    except ValidationError:
+        memo.forget(location)
+        LocationReport.model_validate(body)  # raises, naming the field
+        raise
 
 
 async def pulled_only(request: web.Request, location: str, what: str) -> None:

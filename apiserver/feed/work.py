@@ -97,24 +97,20 @@ class Feeds:
         kind, hub = self.cache.kinds.get(key.kind), self.cache.get(key)
         if kind is None or hub is None or not kind.syncable(hub):
             return None
-        typed = kind.typed(hub)
-        labels = self._labels(location)
-        if labels is None:
+        if not self.knows(location):
             return None  # no such Location: it holds nothing
+        typed = kind.typed(hub)
         step = self.steps.get(key)
         if step is not None and location in step.kept:
             return work_key(kind, key), Kept(step.kept[location])
-        held = location in held_by_scalers(self.cache, key, kind, read_placement(typed))
+        placement = read_placement(typed)
         shares = step.shares if step is not None else None
+        if location not in (placement if shares is None else shares):
+            return None  # checked first: most objects of a fleet are elsewhere
+        held = location in held_by_scalers(self.cache, key, kind, placement)
         inputs = self.cache.child_inputs(kind, typed)
         found = entry_for(typed, kind, location, inputs, held, shares)
         return None if found is None else (work_key(kind, key), found)
-
-    def _labels(self, location: str) -> dict[str, str] | None:
-        found = self.cache.locations.get(location)
-        if found is None:
-            return None
-        return dict(found["metadata"].get("labels") or {})
 
     async def decided(self) -> None:
         """Wait (at most `PRIMED_WAIT`) for the sync loop to have decided every object it
@@ -145,8 +141,8 @@ class Feeds:
     async def _on_object(self, kind: str, event: str, obj: Obj, old: Obj | None) -> None:
         if not self.watchers:
             return
-        if event == "MODIFIED" and old is not None and only_status_changed(obj, old):
-            return  # no child carries the hub's status
+        if event == "MODIFIED" and old is not None and _entry_reads_same(obj, old):
+            return  # no child carries the hub's status, nor its finalizers
         info = self.cache.kinds.get(kind)
         if info is not None and info.role is Role.SCALER:
             # Whether its workload's size is sent may have changed, wherever it is.
@@ -211,6 +207,20 @@ class Feeds:
 def work_key(kind: Kind, key: Key) -> WorkKey:
     """The child's key for a hub object's: same kind, namespace and name."""
     return WorkKey(kind.api_version, kind.kind, key.namespace, key.name)
+
+
+def _entry_reads_same(new: Obj, old: Obj) -> bool:
+    """Is what an entry reads of a hub object the same in both versions? Its status and its
+    finalizers (the sync loop's own, added once per object) are not read: the child carries
+    neither (`sync/desired.child_object`), and a deletion shows in `deletionTimestamp`."""
+    if only_status_changed(new, old):
+        return True
+    meta, before = new.get("metadata") or {}, old.get("metadata") or {}
+    if meta.get("finalizers") == before.get("finalizers"):
+        return False
+    without = {**new, "metadata": {k: v for k, v in meta.items() if k != "finalizers"}}
+    was = {**old, "metadata": {k: v for k, v in before.items() if k != "finalizers"}}
+    return only_status_changed(without, was)
 
 
 def _labels(obj: Obj) -> object:

@@ -67,6 +67,16 @@ async def test_a_watcher_hears_which_objects_changed_and_when_everything_may_hav
     status_only = {**hub, "status": {"replicas": 3}}
     await feeds._on_object(DEPLOYMENT.key, "MODIFIED", status_only, folded)
     assert not watcher.woken.is_set()  # no child carries the hub's status
+    meta = hub["metadata"]
+    finalized = {**hub, "metadata": {**meta, "finalizers": ["kmc.dev/cleanup"]}}
+    await feeds._on_object(DEPLOYMENT.key, "MODIFIED", finalized, hub)
+    assert not watcher.woken.is_set()  # nor its finalizers (the sync loop's, added once)
+    going = {**finalized, "metadata": {**finalized["metadata"], "deletionTimestamp": "now"}}
+    await feeds._on_object(DEPLOYMENT.key, "MODIFIED", going, finalized)
+    assert watcher.take() == (False, {Key(DEPLOYMENT.key, "shop", "web")})
+    relabelled_too = {**hub, "metadata": {**meta, "finalizers": [], "labels": {"a": "b"}}}
+    await feeds._on_object(DEPLOYMENT.key, "MODIFIED", relabelled_too, finalized)
+    assert watcher.take() == (False, {Key(DEPLOYMENT.key, "shop", "web")})
     east = cache.locations.cache["east"]
     probed = {**east, "status": {"lastProbeTime": "2026-12-06T00:00:02Z"}}
     await feeds._on_location("MODIFIED", probed, east)

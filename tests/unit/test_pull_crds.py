@@ -18,7 +18,8 @@ from apiserver.agent.report import Prober, Reporter, crds_path, report_path
 from apiserver.api.errors import status_errors
 from apiserver.feed import crds as feed_crds
 from apiserver.feed import report as feed_report
-from apiserver.feed.report import PULLED_CRDS, REPORTS
+from apiserver.feed.children import ReportedChildren
+from apiserver.feed.report import PULLED_CRDS, REPORTED_CHILDREN, REPORTS
 from apiserver.hubcache import HUB_CACHE
 from apiserver.imports.negotiate import digest
 from apiserver.kube.client import Kube
@@ -173,6 +174,7 @@ async def test_the_endpoint_takes_the_crds_asked_for_and_refuses_bad_bodies(
     app[HUB_CACHE] = cache
     app[REPORTS] = Reports()
     app[PULLED_CRDS] = PulledCRDs(app[REPORTS])
+    app[REPORTED_CHILDREN] = ReportedChildren(app[REPORTS])
     feed_report.add_routes(app)
     feed_crds.add_routes(app)
     client = await aiohttp_client(app)

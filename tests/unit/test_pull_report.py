@@ -19,7 +19,8 @@ from apiserver.agent.report import Reporter, report_path
 from apiserver.api.errors import status_errors
 from apiserver.contract import HUB_GENERATION, ORIGIN, PLACEMENT
 from apiserver.feed import report as feed_report
-from apiserver.feed.report import PULLED_CRDS, REPORTS, _field
+from apiserver.feed.children import ReportedChildren
+from apiserver.feed.report import PULLED_CRDS, REPORTED_CHILDREN, REPORTS, _field
 from apiserver.hubcache import HUB_CACHE, HubCache
 from apiserver.kinds import CONFIGMAP, DEPLOYMENT, NAMESPACE, Key
 from apiserver.kube.client import Credentials, Kube
@@ -236,6 +237,7 @@ async def test_the_endpoint_keeps_a_pull_locations_report_and_refuses_bad_ones(
     app[HUB_CACHE] = cache
     app[REPORTS] = Reports()
     app[PULLED_CRDS] = PulledCRDs(app[REPORTS])
+    app[REPORTED_CHILDREN] = ReportedChildren(app[REPORTS])
     feed_report.add_routes(app)
     client = await aiohttp_client(app)
 

@@ -363,6 +363,9 @@ class SyncLoop:
             added = await hubwrites.add_finalizer(self.hub, kind, hub, CLEANUP)
             if added is not None:
                 await self.cache.observe(kind.key, added)
+        # Written here: the push locations (a pull location's agent applies what its feed
+        # serves; a bounded write per pull location per look would only cost a task).
+        pushed = [loc for loc in sorted(shares) if self.children.get(loc) is not None]
         applied = await asyncio.gather(
             *(
                 self.bounded.run(
@@ -370,7 +373,7 @@ class SyncLoop:
                     loc,
                     self.applier.apply(key, kind, hub, loc, shares, stale, loc in held),
                 )
-                for loc in sorted(shares)
+                for loc in pushed
             )
         )
         for location in sorted(deletable):
@@ -385,7 +388,7 @@ class SyncLoop:
             # at once): the fold says so, rather than a child "not created yet".
             children = self.children.of(key, hub["metadata"]["uid"])
             await self.folder.fold(key, kind, hub, children, placement, stale, waiting)
-        failed = [loc for loc, ok in zip(sorted(shares), applied, strict=True) if not ok]
+        failed = [loc for loc, ok in zip(pushed, applied, strict=True) if not ok]
         if failed:
             # The others are done; these come back after the queue's backoff.
             raise ApiError.of(503, "ServiceUnavailable", f"applying to {', '.join(failed)} failed")
