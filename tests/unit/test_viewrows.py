@@ -137,3 +137,17 @@ def test_ages_are_worked_out_once_per_timestamp() -> None:
     assert ages("2026-01-01T11:59:30Z") == b'"30s"'
     assert ages(None) == b'"<unknown>"'
     assert ages("2026-01-01T11:00:00Z") is ages("2026-01-01T11:00:00Z")
+
+
+def test_only_the_age_cell_is_replaced() -> None:
+    """What the object holds after the cells is its own, whatever it reads like."""
+    views, cache, _ = rows()
+    web = hub_object(3)
+    web["metadata"]["labels"] = {"note": "\x00age\x00"}
+    cache.objects[Key("Deployment", "demo", "web")] = web
+    row = views.row(DEPLOYMENT, web, views.stale())
+    now = datetime.now(UTC)
+    for include in ("Metadata", "Object"):
+        shown = decoded_row(row, include, Ages(now))
+        assert shown == table.row(row.cells_now(now), row.view, include, "v1")
+        assert shown["object"]["metadata"]["labels"] == {"note": "\x00age\x00"}
