@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import itertools
 import json
+import operator
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -37,7 +38,7 @@ from apiserver.kinds import VIEWS, Key, Kind
 from apiserver.kube.client import HUB, ApiError, Kube
 from apiserver.loops.placement.deciding import DECIDER, Decider
 from apiserver.loops.sync.loop import PROGRESS
-from apiserver.mc.rows import VIEW_ROWS, ViewRows
+from apiserver.mc.rows import VIEW_ROWS, Ages, ViewRows
 from apiserver.mc.views import API_VERSION, COLUMNS, GROUP, cells, view
 from apiserver.objects import Obj
 from apiserver.options import OPTIONS
@@ -70,6 +71,7 @@ _SETTLE = 0.02
 _WHOLE = 100
 _MAX_WATCH = 1800
 _YIELD_EVERY = 200  # views built between two turns of the event loop
+_row_key = operator.attrgetter("key")
 
 
 def add_routes(app: web.Application) -> None:
@@ -199,6 +201,9 @@ async def _list(
     else:
         version, objects = str(cache.objects[kind.key].version), cache.items(kind.key)
     stale = rows.stale()
+    # Read once per list, not per row: the Namespace the rows share, whether anything selects.
+    shared = cache.namespace(namespace) if namespace is not None else None
+    selecting = not (labels.empty and fields.empty)
     built = []
     for i, hub in enumerate(objects):
         if i and i % _YIELD_EVERY == 0:
@@ -206,23 +211,21 @@ async def _list(
         meta = hub["metadata"]
         if namespace is not None and meta.get("namespace") != namespace:
             continue
-        if not labels.matches(meta.get("labels") or {}) or not fields.matches(hub):
+        if selecting and not (labels.matches(meta.get("labels") or {}) and fields.matches(hub)):
             continue
-        built.append(rows.row(kind, hub, stale))
-    served, cont, left = paging.page(
-        built, limit, query.get("continue"), version, key=lambda row: row.key
-    )
+        built.append(rows.row(kind, hub, stale, shared))
+    served, cont, left = paging.page(built, limit, query.get("continue"), version, key=_row_key)
     if wanted.format == "table":
-        now = datetime.now(UTC)
         include = table.include_object(query)
         head = table_of(
             wanted, COLUMNS, [], include, resource_version=version, cont=cont, left=left
         )
         rows_version = wanted.version or "v1"
-        printed = (table.row(row.cells_now(now), row.view, include, rows_version) for row in served)
-        return await stream_list(request, head, "rows", printed)
+        ages = Ages(datetime.now(UTC))
+        printed = (row.table_row(include, rows_version, ages) for row in served)
+        return await stream_list(request, head, "rows", printed, bytes)
     head = object_list(f"{kind.kind}List", API_VERSION, [], version, cont, left)
-    return await stream_list(request, head, "items", (row.view for row in served))
+    return await stream_list(request, head, "items", (row.item() for row in served), bytes)
 
 
 async def _cache_serves(request: web.Request, kind: Kind, query: Mapping[str, str]) -> bool:

@@ -6,11 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+import msgspec
+
+from apiserver.api import table
 from apiserver.hubcache import HubCache
 from apiserver.kinds import DEPLOYMENT, Key, Kind
 from apiserver.loops.placement.deciding import Decider
 from apiserver.loops.sync.loop import Progress
-from apiserver.mc.rows import AGE, ViewRows
+from apiserver.mc.rows import AGE, Ages, ViewRows
 from apiserver.objects import Obj
 
 
@@ -104,3 +107,47 @@ def test_only_the_cached_object_itself_is_kept() -> None:
     cache.objects[Key("Deployment", "demo", "web")] = hub_object(3)
     views.row(DEPLOYMENT, copy, views.stale())
     assert len(views) == 0
+
+
+def decoded_row(row: Any, include: str, ages: Ages) -> Any:
+    return msgspec.json.decode(row.table_row(include, "v1", ages))
+
+
+def test_a_kept_row_is_encoded_once_and_served_with_the_age_of_now() -> None:
+    views, cache, _ = rows()
+    web = cache.objects[Key("Deployment", "demo", "web")] = hub_object(3)
+    row = views.row(DEPLOYMENT, web, views.stale())
+    created = datetime.fromisoformat(web["metadata"]["creationTimestamp"])
+    for include in ("None", "Metadata", "Object"):
+        for later in (timedelta(0), timedelta(hours=3)):
+            now = created + timedelta(minutes=5) + later
+            # What kubectl is sent is what the row's cells and object make, with today's Age.
+            assert decoded_row(row, include, Ages(now)) == table.row(
+                row.cells_now(now), row.view, include, "v1"
+            )
+    assert decoded_row(row, "Metadata", Ages(created + timedelta(hours=3)))["cells"][AGE] == "3h"
+    assert len(row._rows) == 3  # one encoding per shape asked for, kept
+    assert msgspec.json.decode(row.item()) == row.view and row.item() is row.item()
+
+
+def test_ages_are_worked_out_once_per_timestamp() -> None:
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    ages = Ages(now)
+    assert ages("2026-01-01T11:00:00Z") == b'"60m"'
+    assert ages("2026-01-01T11:59:30Z") == b'"30s"'
+    assert ages(None) == b'"<unknown>"'
+    assert ages("2026-01-01T11:00:00Z") is ages("2026-01-01T11:00:00Z")
+
+
+def test_only_the_age_cell_is_replaced() -> None:
+    """What the object holds after the cells is its own, whatever it reads like."""
+    views, cache, _ = rows()
+    web = hub_object(3)
+    web["metadata"]["labels"] = {"note": "\x00age\x00"}
+    cache.objects[Key("Deployment", "demo", "web")] = web
+    row = views.row(DEPLOYMENT, web, views.stale())
+    now = datetime.now(UTC)
+    for include in ("Metadata", "Object"):
+        shown = decoded_row(row, include, Ages(now))
+        assert shown == table.row(row.cells_now(now), row.view, include, "v1")
+        assert shown["object"]["metadata"]["labels"] == {"note": "\x00age\x00"}
