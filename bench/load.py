@@ -39,6 +39,7 @@ import aiohttp
 
 from apiserver.kube.client import ApiError, Kube
 from bench import remote
+from bench.converge import _gone
 from bench.objects import deployment, kwok_nodes
 from bench.report import emit, row
 from kmc_testbed import bed
@@ -304,8 +305,9 @@ async def run(workloads: int, count: int, seconds: float) -> list[dict[str, Any]
                 rows += await clients(hub, count, seconds)
                 rows.append(await converge_others(hub, SLOW, was_there))
             return rows
-        finally:
+        finally:  # gone before the next phase (push against pull) measures anything
             await hub.delete(f"/api/v1/namespaces/{NAMESPACE}")
+            await _gone(hub, f"/api/v1/namespaces/{NAMESPACE}")
 
 
 def measure(workloads: int = 2000, count: int = 20, seconds: float = 60.0) -> list[dict[str, Any]]:
