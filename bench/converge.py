@@ -29,7 +29,7 @@ import aiohttp
 
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
-from bench import hubwrites, metrics
+from bench import hubwrites, metrics, namespaces
 from bench.objects import deployment, kwok_nodes
 from bench.report import row
 from kmc_testbed import bed
@@ -66,19 +66,6 @@ def _available(items: list[dict[str, Any]], replicas: int) -> int:
     )
 
 
-async def _gone(kube: Kube, path: str, limit: float = 600) -> None:
-    """Wait until a namespace is gone, so one measurement does not pay for the last one."""
-    started = time.monotonic()
-    while time.monotonic() - started < limit:
-        try:
-            await kube.get(path)
-        except ApiError as err:
-            if err.code == 404:
-                return
-            raise
-        await asyncio.sleep(2.0)
-
-
 async def direct(count: int) -> float:
     """Seconds to create `count` Deployments of 1 into every child and see them available."""
     namespace = f"{NAMESPACE}-direct"
@@ -109,7 +96,7 @@ async def direct(count: int) -> float:
         for kube in kubes.values():
             await kube.delete(f"/api/v1/namespaces/{namespace}")
         for kube in kubes.values():
-            await _gone(kube, f"/api/v1/namespaces/{namespace}")
+            await namespaces.gone(kube, namespace)
     return took
 
 
@@ -153,7 +140,7 @@ async def converge(count: int) -> list[dict[str, Any]]:
         hub_settled = hubwrites.scrape()
         with contextlib.suppress(ApiError):
             await hub.delete(f"/api/v1/namespaces/{NAMESPACE}")
-        await _gone(hub, f"/api/v1/namespaces/{NAMESPACE}")
+        await namespaces.gone(hub, NAMESPACE)
     return [
         {
             "benchmark": "sync.converge",

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import math
 import statistics
 import sys
@@ -42,9 +41,9 @@ import aiohttp
 
 from apiserver.contract import MANAGED_BY, SERVICE_NAME, SLICE_MANAGER, SOURCE_CLUSTER
 from apiserver.kube import config as kubeconfig
-from apiserver.kube.client import ApiError, Kube
+from apiserver.kube.client import Kube
 from apiserver.objects import Obj
-from bench import hubwrites
+from bench import hubwrites, namespaces
 from bench.converge import CONCURRENCY, REQUESTS, SETTLED_WINDOW
 from bench.objects import deployment, kwok_nodes
 from bench.report import row
@@ -256,22 +255,6 @@ async def _converged(hub: Kube, namespace: str, count: int, replicas: int, limit
         await asyncio.sleep(3.0)
 
 
-async def _delete(hub: Kube, namespace: str, limit: float = 600) -> None:
-    """Delete the namespace and wait until it is gone, so the next measurement does not pay
-    for this one."""
-    with contextlib.suppress(ApiError):
-        await hub.delete(f"/api/v1/namespaces/{namespace}")
-    started = time.monotonic()
-    while time.monotonic() - started < limit:
-        try:
-            await hub.get(f"/api/v1/namespaces/{namespace}")
-        except ApiError as err:
-            if err.code == 404:
-                return
-            raise
-        await asyncio.sleep(2.0)
-
-
 # -- fold latency ---------------------------------------------------------------------------
 
 
@@ -321,7 +304,7 @@ async def fold(deployments: int = 30, steps: int = 2) -> list[dict[str, Any]]:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await _delete(hub, namespace)
+            await namespaces.delete(hub, namespace)
     keys = [k for k in watches.pod_ready.at if watches.complete(k)]
     if not keys:
         raise RuntimeError("no endpoint was seen ready in a child and on the hub")
@@ -377,7 +360,7 @@ async def writes(count: int) -> list[dict[str, Any]]:
                 "items"
             ]
         finally:
-            await _delete(hub, namespace)
+            await namespaces.delete(hub, namespace)
     on_hub = slice_writes(difference(hub_before, hub_after))
     in_children = {
         c: sum(slice_writes(difference(children_before[c], children_after[c])).values())

@@ -22,11 +22,11 @@ from typing import Any
 import aiohttp
 
 from apiserver.kube.client import ApiError, Kube
-from bench import metrics
+from bench import metrics, namespaces
 from bench.converge import EXTRA_NODES, REQUESTS
 from bench.objects import deployment, kwok_nodes
 from bench.report import row
-from bench.sync import CHILDREN, Seen, _client, _until_gone, seen_everywhere
+from bench.sync import CHILDREN, Seen, _client, seen_everywhere
 
 SAMPLES = 20
 
@@ -102,8 +102,8 @@ async def fairness(count: int) -> list[dict[str, Any]]:
         for kube in children.values():  # made by hand above: ours to delete
             with contextlib.suppress(ApiError):
                 await kube.delete(f"/api/v1/namespaces/{mine}")
-        await _until_gone(hub, bulk)
-        await _until_gone(hub, mine)
+        await namespaces.gone(hub, bulk, every=1.0)
+        await namespaces.gone(hub, mine, every=1.0)
     base = statistics.median(idle)
     rows = []
     for what, (times, direct) in (("creating", during_creates), ("deleting", during_deletes)):

@@ -38,8 +38,7 @@ from typing import Any
 import aiohttp
 
 from apiserver.kube.client import ApiError, Kube
-from bench import remote
-from bench.converge import _gone
+from bench import namespaces, remote
 from bench.objects import deployment, kwok_nodes
 from bench.report import emit, row
 from kmc_testbed import bed
@@ -307,7 +306,7 @@ async def run(workloads: int, count: int, seconds: float) -> list[dict[str, Any]
             return rows
         finally:  # gone before the next phase (push against pull) measures anything
             await hub.delete(f"/api/v1/namespaces/{NAMESPACE}")
-            await _gone(hub, f"/api/v1/namespaces/{NAMESPACE}")
+            await namespaces.gone(hub, NAMESPACE)
 
 
 def measure(workloads: int = 2000, count: int = 20, seconds: float = 60.0) -> list[dict[str, Any]]:

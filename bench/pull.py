@@ -42,7 +42,8 @@ from typing import Any
 import aiohttp
 
 from apiserver.kube.client import ApiError, Kube
-from bench.converge import CONCURRENCY, EXTRA_NODES, REQUESTS, _available, _cpu_seconds, _gone
+from bench import namespaces
+from bench.converge import CONCURRENCY, EXTRA_NODES, REQUESTS, _available, _cpu_seconds
 from bench.objects import deployment, kwok_nodes
 from bench.report import row
 from bench.sync import CHILDREN, _client, _pct, through_hub, watched
@@ -247,7 +248,7 @@ async def converge(hub: Kube, count: int, namespace: str, agents: Agents) -> Mea
     finally:  # gone before the mode changes, measured or not
         with contextlib.suppress(ApiError):
             await hub.delete(f"/api/v1/namespaces/{namespace}")
-        await _gone(hub, f"/api/v1/namespaces/{namespace}")
+        await namespaces.gone(hub, namespace)
     return Measured(took, kmc, by_agents, [])
 
 
@@ -262,12 +263,12 @@ async def propagation(
         for task in tasks:
             task.cancel()
     await hub.delete(f"/api/v1/namespaces/{ns}")
-    await _gone(hub, f"/api/v1/namespaces/{ns}")
+    await namespaces.gone(hub, ns)
     for kube in children.values():
         with contextlib.suppress(ApiError):
             await kube.delete(f"/api/v1/namespaces/{ns}")
     for kube in children.values():
-        await _gone(kube, f"/api/v1/namespaces/{ns}")
+        await namespaces.gone(kube, ns)
     return ours
 
 

@@ -32,7 +32,8 @@ import aiohttp
 from apiserver.contract import read_placement
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Kube
-from bench.converge import _cpu_seconds, _gone, _rss_mb
+from bench import namespaces
+from bench.converge import _cpu_seconds, _rss_mb
 from bench.objects import deployment, kwok_nodes
 from bench.remote import children, testbed
 from bench.report import row
@@ -194,7 +195,7 @@ async def through_hub(count: int) -> tuple[list[dict[str, Any]], dict[str, dict[
         _log("deleting the hub namespace (kubectl-mc deletes the children's objects)")
         with contextlib.suppress(ApiError):
             await hub.delete(f"/api/v1/namespaces/{NAMESPACE}")
-        await _gone(hub, f"/api/v1/namespaces/{NAMESPACE}", limit=LIMIT)
+        await namespaces.gone(hub, NAMESPACE, limit=LIMIT)
     _log(f"converged in {converged:.1f} s; peak RSS {sampler.peak:.0f} MB, {cpu:.0f} CPU s")
     rows = [
         row("scale", f"converge_{count}_s", converged),
@@ -213,7 +214,7 @@ async def direct(placements: dict[str, dict[str, int]], locations: list[str]) ->
         kubes = {loc: await _kube(session, loc) for loc in locations}
         for kube in kubes.values():
             # kubectl-mc deletes the namespaces it made in the children when the hub's goes.
-            await _gone(kube, f"/api/v1/namespaces/{NAMESPACE}", limit=LIMIT)
+            await namespaces.gone(kube, NAMESPACE, limit=LIMIT)
             await kube.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         jobs = [
             (kubes[loc], path, deployment(name, replicas))
@@ -234,7 +235,7 @@ async def direct(placements: dict[str, dict[str, int]], locations: list[str]) ->
         for kube in kubes.values():
             await kube.delete(f"/api/v1/namespaces/{NAMESPACE}")
         for kube in kubes.values():
-            await _gone(kube, f"/api/v1/namespaces/{NAMESPACE}", limit=LIMIT)
+            await namespaces.gone(kube, NAMESPACE, limit=LIMIT)
     return took
 
 

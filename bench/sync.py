@@ -31,8 +31,9 @@ from typing import Any
 import aiohttp
 
 from apiserver.kube import config as kubeconfig
-from apiserver.kube.client import ApiError, Kube
+from apiserver.kube.client import Kube
 from apiserver.objects import Obj
+from bench import namespaces
 from bench.objects import deployment
 from bench.report import row
 from kmc_testbed import bed
@@ -208,18 +209,6 @@ async def _burst(hub: Kube, ns: str, count: int) -> float:
     return time.monotonic() - started
 
 
-async def _until_gone(hub: Kube, ns: str) -> None:
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        try:
-            await hub.get(f"/api/v1/namespaces/{ns}")
-        except ApiError as err:
-            if err.code == 404:
-                return
-            raise
-        await asyncio.sleep(1.0)
-
-
 def hub_creates(count: int) -> list[dict[str, Any]]:
     """The user's burst of creates on the hub: without kmc-apiserver running, without it while
     the children do the same work (each gets the Deployments created directly), then with it.
@@ -245,7 +234,7 @@ def hub_creates(count: int) -> list[dict[str, Any]]:
             for cluster in clusters:
                 kube = await _client(session, cluster)
                 await kube.delete(f"/api/v1/namespaces/{ns}")
-                await _until_gone(kube, ns)
+                await namespaces.gone(kube, ns, every=1.0)
 
     alone, working, with_ns = (
         f"bench-burst-{w}-{uuid.uuid4().hex[:5]}" for w in ("alone", "working", "with")
