@@ -63,23 +63,23 @@ class Identity:
     cert: bytes  # PEM
     not_before: datetime.datetime
     not_after: datetime.datetime
+    common_name: str = ""
+    join_id: str = ""  # the join it was issued for (its `kmc:join:<token id>` organization)
 
     @classmethod
     def of(cls, key: bytes, cert: bytes) -> Identity:
         parsed = x509.load_pem_x509_certificate(cert)
-        return cls(key, cert, parsed.not_valid_before_utc, parsed.not_valid_after_utc)
-
-    def common_name(self) -> str:
-        parsed = x509.load_pem_x509_certificate(self.cert)
         names = parsed.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-        return str(names[0].value) if names else ""
-
-    def join_id(self) -> str:
-        """The join it was issued for (its `kmc:join:<token id>` organization), or ""."""
-        parsed = x509.load_pem_x509_certificate(self.cert)
         orgs = parsed.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
         joined = [str(o.value) for o in orgs if str(o.value).startswith(joins.JOIN_GROUP_PREFIX)]
-        return joined[0].removeprefix(joins.JOIN_GROUP_PREFIX) if len(joined) == 1 else ""
+        return cls(
+            key,
+            cert,
+            parsed.not_valid_before_utc,
+            parsed.not_valid_after_utc,
+            str(names[0].value) if names else "",
+            joined[0].removeprefix(joins.JOIN_GROUP_PREFIX) if len(joined) == 1 else "",
+        )
 
     def renew_after(self, draw: float | None = None) -> datetime.datetime:
         """When to ask for the next one: 70 to 80% through its life (jittered, so a fleet
@@ -98,7 +98,7 @@ def reusable(kept: Identity | None, token: str | None, now: datetime.datetime) -
     given, if one is (a token of a newer join replaces it: how a revoked agent comes back)."""
     if kept is None or kept.not_after <= now:
         return False
-    return token_id(token or "") in ("", kept.join_id())
+    return token_id(token or "") in ("", kept.join_id)
 
 
 def new_request(location: str, join_id: str) -> tuple[bytes, bytes]:

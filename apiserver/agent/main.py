@@ -142,10 +142,10 @@ async def _identity(
     """The certificate kept in this cluster, or a new one got with the bootstrap token."""
     kept = await identity.stored(cluster, args.identity_secret)
     now = datetime.datetime.now(datetime.UTC)
-    if kept is not None and kept.common_name() != joins.user(args.location):
+    if kept is not None and kept.common_name != joins.user(args.location):
         raise identity.IdentityError(
             f"Secret {args.identity_secret} in this cluster holds a certificate for "
-            f"{kept.common_name()!r}, not location {args.location}: delete it to join anew"
+            f"{kept.common_name!r}, not location {args.location}: delete it to join anew"
         )
     if kept is not None and identity.reusable(kept, args.bootstrap_token, now):
         log.info("using the certificate kept in Secret %s", args.identity_secret)
@@ -166,7 +166,7 @@ async def _identity(
             "joining anew",
             given,
             args.identity_secret,
-            kept.join_id() or "(none)",
+            kept.join_id or "(none)",
         )
     got = await identity.ask(bootstrap, args.location, given, args.certificate_seconds)
     await identity.store(cluster, got, args.hub_url, args.identity_secret)
@@ -182,7 +182,7 @@ async def _renew(
         await asyncio.sleep(max(wait, 0.0))
         try:
             fresh = await identity.ask(
-                hub, args.location, current.join_id(), args.certificate_seconds
+                hub, args.location, current.join_id, args.certificate_seconds
             )
             await identity.store(cluster, fresh, args.hub_url, args.identity_secret)
         except (ApiError, TimeoutError, identity.IdentityError) as err:

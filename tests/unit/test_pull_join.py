@@ -239,7 +239,7 @@ def issued(join: str, hours: float = 10.0) -> identity.Identity:
 
 def test_the_agent_keeps_its_certificate_until_a_newer_joins_token_is_given() -> None:
     kept = issued("abc123")
-    assert kept.join_id() == "abc123" and kept.common_name() == "kmc:location:edge"
+    assert kept.join_id == "abc123" and kept.common_name == "kmc:location:edge"
     later = NOW + datetime.timedelta(hours=1)
     assert identity.reusable(kept, None, later)  # a restart with no token
     assert identity.reusable(kept, "abc123.0123456789abcdef", later)  # its own join's, spent
