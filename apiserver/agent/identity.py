@@ -65,6 +65,7 @@ class Identity:
     not_after: datetime.datetime
     common_name: str = ""
     join_id: str = ""  # the join it was issued for (its `kmc:join:<token id>` organization)
+    serial: int = 0
 
     @classmethod
     def of(cls, key: bytes, cert: bytes) -> Identity:
@@ -79,6 +80,7 @@ class Identity:
             parsed.not_valid_after_utc,
             str(names[0].value) if names else "",
             joined[0].removeprefix(joins.JOIN_GROUP_PREFIX) if len(joined) == 1 else "",
+            parsed.serial_number,
         )
 
     def renew_after(self, draw: float | None = None) -> datetime.datetime:

@@ -3,18 +3,21 @@
 It renews its location's Lease on the hub (`heartbeat.py`): the hub's only sign that the
 location is there. It reaches the hub at `--hub-url` as `kmc:location:<name>`, with a client
 certificate it got with the one-use bootstrap token of `kubectl mc join NAME --mode pull`
-and keeps in its own cluster (`identity.py`), renewed before it expires; or, for tests and
-people who make its hub identity themselves, with `--hub-kubeconfig`. Its own cluster is
-reached in-cluster (its ServiceAccount) or, outside a pod, through `--kubeconfig`.
+and keeps in its own cluster (`identity.py`), renewed before it expires or at once on
+SIGHUP; or, for tests and people who make its hub identity themselves, with
+`--hub-kubeconfig`. Its own cluster is reached in-cluster (its ServiceAccount) or, outside
+a pod, through `--kubeconfig`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import logging
 import re
+import signal
 import ssl
 import sys
 from importlib.metadata import version
@@ -176,10 +179,16 @@ async def _identity(
 async def _renew(
     args: argparse.Namespace, hub: Kube, cluster: Kube, current: identity.Identity
 ) -> None:
-    """Ask for the next certificate, as the current one, before it expires; switch to it."""
+    """Ask for the next certificate, as the current one, before it expires, or at once on
+    SIGHUP (after the hub's CA or signer changed, say); switch to it."""
+    now_please = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, now_please.set)
     while True:
         wait = (current.renew_after() - datetime.datetime.now(datetime.UTC)).total_seconds()
-        await asyncio.sleep(max(wait, 0.0))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(now_please.wait(), max(wait, 0.0))
+            log.info("SIGHUP: renewing the hub certificate now")
+        now_please.clear()
         try:
             fresh = await identity.ask(
                 hub, args.location, current.join_id, args.certificate_seconds
@@ -191,7 +200,7 @@ async def _renew(
             continue
         hub.creds = identity.credentials(args.hub_url, args.hub_ca, fresh)
         current = fresh
-        log.info("switched to the renewed certificate")
+        log.info("switched to the renewed certificate (serial %x)", fresh.serial)
 
 
 def main(argv: list[str] | None = None) -> None:

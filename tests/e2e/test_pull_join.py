@@ -18,6 +18,7 @@ import datetime
 import json
 import os
 import re
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,6 +123,24 @@ def renewed_by(hub: Kubectl, agent: subprocess.Popen[bytes]) -> Any:
         if holder.endswith(f"_{agent.pid}"):
             return holder, None
         return holder, f"the lease is held by {holder}, not agent process {agent.pid}"
+
+    return check
+
+
+SWITCHED = "switched to the renewed certificate"
+
+
+def lease_renewed_at(hub: Kubectl) -> str:
+    found = hub.json("get", "lease", f"kmc-agent-{NAME}", "-n", "kmc-system")
+    return str((found.get("spec") or {}).get("renewTime"))
+
+
+def renewed_since(hub: Kubectl, before: str) -> Any:
+    """A `wait_until` check: the Lease was renewed again after `before`."""
+
+    def check() -> tuple[Any, str | None]:
+        now = lease_renewed_at(hub)
+        return now, None if now != before else f"the lease was last renewed at {before}"
 
     return check
 
@@ -461,6 +480,40 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         wait_until("the old certificate still refused", refused(old))
         assert can(hub, new_id, *lease, **KMC_SYSTEM) == "yes"
         assert can(hub, token_id, *lease, **KMC_SYSTEM) == "no"
+
+        # SIGHUP: the agent renews at once, as it does at 70-80% of its certificate's life,
+        # and goes on with the new certificate (a renewal of the same join, kept in its
+        # cluster, its lease still renewed after the switch).
+        log_path = config.REPO_ROOT / ".testbed" / "logs" / f"kmc-agent-{NAME}.log"
+        switched_before = log_path.read_text(errors="replace").count(SWITCHED)
+        asked_before = set(csrs(hub))
+        running.send_signal(signal.SIGHUP)
+
+        def switched() -> tuple[Any, str | None]:
+            lines = [
+                line
+                for line in log_path.read_text(errors="replace").splitlines()
+                if SWITCHED in line
+            ]
+            if len(lines) > switched_before:
+                return lines[-1], None
+            return None, "the agent has not switched to a renewed certificate yet"
+
+        line = wait_until("the agent switched to a renewed certificate", switched)
+        renewals = [c for n, c in csrs(hub).items() if n not in asked_before]
+        assert len(renewals) == 1, renewals
+        assert renewals[0]["spec"]["username"] == USER
+        assert [c["reason"] for c in renewals[0]["status"]["conditions"]] == ["KmcLocationRenewal"]
+        kept = cluster.json("get", "secret", "kmc-agent-identity", "-n", "kmc-system")["data"]
+        renewed = identity.Identity.of(b"", base64.b64decode(kept["tls.crt"]))
+        assert renewed.join_id == new_id
+        assert line.endswith(f"(serial {renewed.serial:x})"), line
+        for _ in range(2):  # the first may have been on its way before the switch
+            before_renewal = lease_renewed_at(hub)
+            wait_until(
+                "its lease renewed with the new certificate", renewed_since(hub, before_renewal)
+            )
+        wait_until("Ready with the new certificate", ready_is(hub, NAME, "True", "AgentLease"))
 
         # Unjoin: drained (the agent removes its share), then its rights go, and the Location.
         out = hub.mc("unjoin", NAME, "--timeout=180s")
