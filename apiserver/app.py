@@ -33,6 +33,7 @@ from apiserver.api.guard import guard
 from apiserver.feed import crds as feed_crds
 from apiserver.feed import handlers as feed
 from apiserver.feed import report as feed_report
+from apiserver.feed import resources as feed_resources
 from apiserver.feed.children import ReportedChildren
 from apiserver.feed.report import PULLED_CRDS, REPORTED_CHILDREN, REPORTS
 from apiserver.feed.work import FEEDS, Feeds
@@ -70,7 +71,7 @@ log = logging.getLogger(__name__)
 STOP_WARNING = 5.0  # seconds
 
 # Everything the two aggregated groups serve: discovery and OpenAPI are rendered from it.
-RESOURCES = (*mc_resources.RESOURCES, *remote_resources.RESOURCES)
+RESOURCES = (*mc_resources.RESOURCES, *feed_resources.RESOURCES, *remote_resources.RESOURCES)
 LOOPS = web.AppKey("loops", dict[str, "asyncio.Task[None]"])
 
 

@@ -135,6 +135,19 @@ STREAMS_OPEN = Gauge(
     ["subresource"],
     registry=REGISTRY,
 )
+FEED_WATCHES = Counter(
+    "kmc_feed_watches_total",
+    "Watches of a pull location's work feed opened, by location: each starts with the whole "
+    "feed, so a count that grows while an agent runs is its reconnects.",
+    ["location"],
+    registry=REGISTRY,
+)
+FEED_WATCHES_OPEN = Gauge(
+    "kmc_feed_watches_open",
+    "Watches of a pull location's work feed open now, by location.",
+    ["location"],
+    registry=REGISTRY,
+)
 LEADER = Gauge(
     "kmc_leader", "1 while this replica holds the lease and runs the loops.", registry=REGISTRY
 )

@@ -9,9 +9,10 @@ makes, on the hub only:
   once to ask for a client certificate (a CSR that kmc-apiserver approves for this join
   only, and marks used);
 - the agent's rights, named for the location and bound to this join's group
-  `kmc:join:<token id>` (which its certificate carries): it may get its feed
-  (`locations/work`), update its report and CRDs (`locations/report`, `locations/crds`), get
-  and update its Lease `kmc-system/kmc-agent-<name>` (made here, so no `create` on leases),
+  `kmc:join:<token id>` (which its certificate carries): it may list and watch its feed
+  (`workfeeds`, its own name only), update its report and CRDs (`locations/report`,
+  `locations/crds`), get and update its Lease `kmc-system/kmc-agent-<name>` (made here, so
+  no `create` on leases),
   and create and read CertificateSigningRequests (to renew); the token's group may create
   and read them too. Joining again binds them to the new join's group: a certificate of an
   older join opens nothing from then on.
@@ -130,11 +131,11 @@ def rbac(name: str, token_id: str) -> list[Obj]:
             "kind": "ClusterRole",
             "metadata": {"name": role, "labels": {"kmc.dev/location": name}},
             "rules": [
-                {  # its work feed (a watch of it is authorized as get: the path names it)
+                {  # its work feed: a list or watch pinned to its name by a field selector
                     "apiGroups": ["mc.kmc.dev"],
-                    "resources": ["locations/work"],
+                    "resources": ["workfeeds"],
                     "resourceNames": [name],
-                    "verbs": ["get"],
+                    "verbs": ["list", "watch"],
                 },
                 {  # its status report, and the CRDs the hub asks it for (API import)
                     "apiGroups": ["mc.kmc.dev"],

@@ -50,8 +50,14 @@ class Hub(Protocol):
     ) -> AsyncIterator[Obj]: ...
 
 
-def work_path(location: str) -> str:
-    return f"/apis/{MC_GROUP}/{VERSION}/locations/{location}/work"
+FEED_PATH = f"/apis/{MC_GROUP}/{VERSION}/workfeeds"
+
+
+def feed_query(location: str) -> dict[str, str]:
+    """A watch of `workfeeds` pinned to this location's name: verb `watch` to the hub, which
+    keeps it open past its request timeout (a `get` of a sub-resource it would end after
+    60 s), and authorizes it against that name (docs/pull.md, "The work feed")."""
+    return {"fieldSelector": f"metadata.name={location}"}
 
 
 class Agent:
@@ -110,7 +116,12 @@ class Agent:
         if self.reporter is not None:
             self.reporter.connected()
         events = aiter(
-            self.hub.watch(work_path(self.location), "", timeout_seconds=self.watch_seconds)
+            self.hub.watch(
+                FEED_PATH,
+                "",
+                timeout_seconds=self.watch_seconds,
+                params=feed_query(self.location),
+            )
         )
         try:
             while True:

@@ -1,14 +1,19 @@
-"""`GET /apis/mc.kmc.dev/v1alpha1/locations/<name>/work`: a pull location's work feed.
+"""`GET /apis/mc.kmc.dev/v1alpha1/workfeeds?fieldSelector=metadata.name=<location>`: a pull
+location's work feed (`feed/resources.py` says why it is a resource of its own).
 
-A list (`WorkList`: the child objects, namespaces first, and `kept`: those whose overrides do
-not apply there, to be left as they are), or with `watch=true` kubectl's watch: the whole
-feed as ADDED events, a BOOKMARK annotated `k8s.io/initial-events-end`, then the changes,
-and with `allowWatchBookmarks=true` a BOOKMARK after every quiet `BOOKMARK_EVERY` seconds. A
-watch never resumes from a resourceVersion (a feed object is made from several hub objects;
-none orders it): every watch starts from the whole state. See docs/pull.md.
+A list (`WorkFeedList`: the child objects, namespaces first, and `kept`: those whose
+overrides do not apply there, to be left as they are), or with `watch=true` kubectl's watch:
+the whole feed as ADDED events, a BOOKMARK annotated `k8s.io/initial-events-end`, then the
+changes, and with `allowWatchBookmarks=true` a BOOKMARK after every quiet `BOOKMARK_EVERY`
+seconds. A watch never resumes from a resourceVersion (a feed object is made from several
+hub objects; none orders it): every watch starts from the whole state. See docs/pull.md.
 
-Authorized by the guard like every request: `get` on `locations/work` in `mc.kmc.dev`, named.
-Not in discovery: `locations` there would make `kubectl get locations` ambiguous.
+Authorized by the guard like every request: `list` or `watch` of `workfeeds` in
+`mc.kmc.dev`, with the name the field selector pins (kube-apiserver's request-info, which
+`api/requestinfo.py` follows), so a role's `resourceNames` decide which feeds an agent
+reads, here and in the hub's aggregator. The location served is that very name: a list or
+watch that does not pin exactly one (another field, a label selector, none) is a 400, and a
+get of a name a 405 (the feed is not one object).
 """
 
 from __future__ import annotations
@@ -16,13 +21,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from aiohttp import web
 
-from apiserver.api import errors
+from apiserver import metrics
+from apiserver.api import errors, requestinfo, selectors
 from apiserver.api.respond import WatchStream, json_response, object_list
 from apiserver.contract import MC_GROUP, VERSION
+from apiserver.feed.resources import KIND, PLURAL
 from apiserver.feed.work import FEEDS, Feeds
 from apiserver.hubcache import HUB_CACHE
 from apiserver.kinds import PLACED, Kind
@@ -30,7 +37,7 @@ from apiserver.objects import Obj
 from apiserver.sync.work import Sent, kept_refs, ordered
 
 API_VERSION = f"{MC_GROUP}/{VERSION}"
-PATH = f"/apis/{API_VERSION}/locations/{{name}}/work"
+PATH = f"/apis/{API_VERSION}/{PLURAL}"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 KEPT = f"{MC_GROUP}/kept"  # on the initial-events-end bookmark: the `kept` references, JSON
 # On it too: the imported kinds (CRDs' kinds the kinds table does not place), JSON, so an
@@ -38,28 +45,49 @@ KEPT = f"{MC_GROUP}/kept"  # on the initial-events-end bookmark: the `kept` refe
 KINDS = f"{MC_GROUP}/kinds"
 BOOKMARK_EVERY = 30.0
 _MAX_WATCH = 1800
+_ONE = "fieldSelector=metadata.name=<location>"
 
 
 def add_routes(app: web.Application) -> None:
     app.router.add_get(PATH, work)
+    app.router.add_get(PATH + "/{name}", _not_one_object)
+
+
+async def _not_one_object(request: web.Request) -> web.StreamResponse:
+    raise errors.method_not_supported("get", PLURAL, MC_GROUP)
 
 
 async def work(request: web.Request) -> web.StreamResponse:
     feeds: Feeds = request.app[FEEDS]
-    location = request.match_info["name"]
-    watching = (request.query.get("watch") or "false").lower() not in ("false", "0")
+    # The request as the guard (and the hub before it) authorized it: its verb, and the name
+    # its field selector pins, are what is served.
+    info = requestinfo.parse(request.method, request.path, request.query)
+    location = _location(info, request.query)
     timeout = _timeout(request)
     await request.app[HUB_CACHE].wait_synced()
     if not feeds.knows(location):
-        raise errors.not_found("locations", MC_GROUP, location)
+        raise errors.not_found(PLURAL, MC_GROUP, location)
     await feeds.decided()
-    if watching:
+    if info.verb == "watch":
         return await _watch(request, feeds, location, timeout)
     entries = feeds.work(location)
     items = [entry for key in ordered(entries) if isinstance(entry := entries[key], dict)]
-    body = object_list("WorkList", API_VERSION, items, feeds.version())
+    body = object_list(f"{KIND}List", API_VERSION, items, feeds.version())
     body["kept"] = kept_refs(entries)
     return json_response(body)
+
+
+def _location(info: requestinfo.RequestInfo, query: Mapping[str, str]) -> str:
+    """The one location a list or watch asks for: its field selector must be
+    `metadata.name=<location>` and nothing else (the feed's items are not WorkFeeds: no other
+    field or label of theirs selects a feed)."""
+    if query.get("labelSelector"):
+        raise errors.bad_request(f"a work feed is not selected by labels: {_ONE}")
+    fields = selectors.parse_fields(query.get("fieldSelector"))
+    pinned = [(r.path, r.value, r.negated) for r in fields.requirements]
+    if not info.name or pinned != [("metadata.name", info.name, False)]:
+        raise errors.bad_request(f"a work feed is read one location at a time: {_ONE}")
+    return info.name
 
 
 def _timeout(request: web.Request) -> float:
@@ -77,8 +105,10 @@ async def _watch(
     request: web.Request, feeds: Feeds, location: str, timeout: float
 ) -> web.StreamResponse:
     bookmarks = request.query.get("allowWatchBookmarks") == "true"
-    watcher = feeds.watch(location)  # before computing: nothing between is missed
     stream = await WatchStream.open(request)
+    watcher = feeds.watch(location)  # before computing: nothing between is missed
+    metrics.FEED_WATCHES.labels(location).inc()
+    metrics.FEED_WATCHES_OPEN.labels(location).inc()
     ends = time.monotonic() + timeout
     namespaces = feeds.cache.namespaces.cache
     try:
@@ -91,14 +121,14 @@ async def _watch(
             KEPT: json.dumps(kept_refs(entries)),
             KINDS: json.dumps(imported_refs(feeds.cache.kinds.values())),
         }
-        await stream.send("BOOKMARK", _bookmark(feeds, initial))
+        await stream.send("BOOKMARK", _bookmark(feeds, location, initial))
         while (left := ends - time.monotonic()) > 0:
             try:
                 async with asyncio.timeout(min(left, BOOKMARK_EVERY)):  # never wait_for: leader.py
                     await watcher.woken.wait()
             except TimeoutError:
                 if bookmarks and ends - time.monotonic() > 0:
-                    await stream.send("BOOKMARK", _bookmark(feeds))
+                    await stream.send("BOOKMARK", _bookmark(feeds, location))
                 continue
             everything, keys = watcher.take()
             if everything:
@@ -111,6 +141,7 @@ async def _watch(
         pass  # the client went away
     finally:
         feeds.close(watcher)
+        metrics.FEED_WATCHES_OPEN.labels(location).dec()
     return stream.response
 
 
@@ -130,8 +161,9 @@ def imported_refs(kinds: Iterable[Kind]) -> list[Obj]:
     ]
 
 
-def _bookmark(feeds: Feeds, annotations: dict[str, str] | None = None) -> Obj:
-    metadata: Obj = {"resourceVersion": feeds.version()}
+def _bookmark(feeds: Feeds, location: str, annotations: dict[str, str] | None = None) -> Obj:
+    """A BOOKMARK's object: the feed itself, named like its location."""
+    metadata: Obj = {"name": location, "resourceVersion": feeds.version()}
     if annotations:
         metadata["annotations"] = annotations
-    return {"apiVersion": API_VERSION, "kind": "Work", "metadata": metadata}
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata}

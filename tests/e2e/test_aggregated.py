@@ -71,7 +71,7 @@ def test_discovery_lists_both_groups_and_explain_works(
     mc = hub.run("api-resources", "--api-group=mc.kmc.dev", "-o", "name").stdout.split()
     assert sorted(mc) == sorted(
         f"{r}.mc.kmc.dev"
-        for r in ("deployments", "statefulsets", "replicasets", "jobs", "daemonsets")
+        for r in ("deployments", "statefulsets", "replicasets", "jobs", "daemonsets", "workfeeds")
     )
     remote = hub.run("api-resources", "--api-group=remote.kmc.dev", "-o", "name").stdout.split()
     assert "pods.remote.kmc.dev" in remote and "events.remote.kmc.dev" in remote

@@ -13,6 +13,9 @@ cut (`hub-path-NAME`).
 - The agent's path to the hub cut for a minute: its cluster keeps everything, the Location
   goes not Ready when its lease lapses, a change made on the hub meanwhile arrives once the
   path is back, and it is Ready again.
+- The agent's watch of its feed (`workfeeds`, a real `watch` to the hub's aggregator) stays
+  open for well over the aggregator's 60 s request timeout: kmc-apiserver counts no new
+  watch of it for 110 s, while a change made on the hub meanwhile arrives through it.
 
 A move between push and pull is not make-before-break yet (docs/pull.md, "Next steps" 1):
 the moves here check where things end, not every step on the way.
@@ -30,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from bench.metrics import scrape
 from kmc_testbed import bed, install
 
 from .conftest import CHILDREN, Kubectl, run_testbed
@@ -43,6 +47,9 @@ LABELS = {"topology.kubernetes.io/region": "edge"}
 AGENT = f"{bed.AGENT}-{NAME}"
 HUB_PATH = f"{bed.HUB_PATH}-{NAME}"
 TIMEOUT = 240.0  # two cores shared by four clusters, kmc-apiserver, an agent and pytest
+# Well past the hub's request timeout (60 s: what ended a feed watch while it was a `get` of
+# `locations/<name>/work`), and well within the agent's own watch length (600 s).
+OPEN_FOR = 110.0
 
 
 def log(message: str) -> None:
@@ -410,3 +417,49 @@ def test_a_pull_location_whose_agent_stops_is_evacuated_onto_a_push_one_and_gets
         settled_as(hub, namespace, 4, lambda p: p == {NAME: 2, "us-east": 2}),
         TIMEOUT,
     )
+
+
+def feed_watches() -> tuple[float, float]:
+    """kmc-apiserver's count of the pull child's feed watches: (opened so far, open now)."""
+    samples = scrape()
+    label = f'{{location="{NAME}"}}'
+    opened = samples.get(f"kmc_feed_watches_total{label}", 0.0)
+    return opened, samples.get(f"kmc_feed_watches_open{label}", 0.0)
+
+
+def test_the_agents_feed_watch_stays_open_past_the_hubs_request_timeout(
+    pull_child: PullChild, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    pull_child.ready(hub)
+    hub.apply(pinned("web", 1), namespace)
+    wait_until("web in the pull child", settled_as(hub, namespace, 1, lambda p: p == {NAME: 1}))
+    # A fresh watch, at a known time: the agent restarted (it watches for 600 s at a time,
+    # and this one must not reach its own end during the window).
+    before, _ = feed_watches()
+    run_testbed("stop", AGENT)
+    run_testbed("start", AGENT)
+
+    def one_open() -> tuple[Any, str | None]:
+        opened, open_now = feed_watches()
+        if opened > before and open_now == 1:
+            return opened, None
+        return opened, f"{opened - before:.0f} feed watches opened since, {open_now:.0f} open"
+
+    # The restarted agent's watch opened, and the killed one's ended on the server (at its
+    # next write: a bookmark, within 30 s).
+    opened = wait_until("one feed watch open, the restarted agent's", one_open, TIMEOUT)
+    wait_until("Ready from the restarted agent", ready_is(hub, NAME, "True", "AgentLease"))
+    start = time.monotonic()
+    scaled = False
+    while (elapsed := time.monotonic() - start) < OPEN_FOR:
+        now = feed_watches()
+        assert now == (opened, 1), (
+            f"{elapsed:.0f} s in: {now[0] - opened:.0f} new feed watches, {now[1]:.0f} open"
+        )
+        if not scaled and elapsed > 65:  # past the old timeout: the same watch carries it
+            hub.run("scale", "deployment", "web", "--replicas=2", "-n", namespace)
+            scaled = True
+        time.sleep(5)
+    wait_until("the change arrived", settled_as(hub, namespace, 2, lambda p: p == {NAME: 2}))
+    assert feed_watches() == (opened, 1), "the change came over a new watch"

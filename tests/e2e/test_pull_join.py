@@ -37,7 +37,7 @@ NAME = "pull-join"  # the spare cluster, and its Location
 PUSHED = "us-east"
 USER = f"kmc:location:{NAME}"
 KMC_SYSTEM = {"namespace": "kmc-system"}
-WORK = "/apis/mc.kmc.dev/v1alpha1/locations/{}/work"
+WORK = "/apis/mc.kmc.dev/v1alpha1/workfeeds?fieldSelector=metadata.name%3D{}"
 TOKEN = re.compile(r"bootstrap token \(one use, expires [^)]+\): (\S+)")
 
 
@@ -255,8 +255,12 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
     # What the agent's identity may do on the hub: its own feed, report, Lease and
     # certificate requests; nothing else.
     rights: list[tuple[tuple[str, ...], dict[str, str], str]] = [
-        (("get", "locations.mc.kmc.dev/work", NAME), {}, "yes"),
-        (("get", "locations.mc.kmc.dev/work", PUSHED), {}, "no"),
+        (("list", "workfeeds.mc.kmc.dev", NAME), {}, "yes"),
+        (("watch", "workfeeds.mc.kmc.dev", NAME), {}, "yes"),
+        (("list", "workfeeds.mc.kmc.dev", PUSHED), {}, "no"),
+        (("watch", "workfeeds.mc.kmc.dev", PUSHED), {}, "no"),
+        (("watch", "workfeeds.mc.kmc.dev"), {}, "no"),  # every location's: no
+        (("get", "workfeeds.mc.kmc.dev", NAME), {}, "no"),
         (("update", "locations.mc.kmc.dev/report", NAME), {}, "yes"),
         (("update", "locations.mc.kmc.dev/report", PUSHED), {}, "no"),
         (("update", "locations.mc.kmc.dev/crds", NAME), {}, "yes"),
@@ -366,7 +370,7 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         # With its certificate: its own feed is served, another location's is 403.
         as_agent = certificate_kubeconfig(hub, cluster, tmp_path)
         own = as_agent.run("get", "--raw", WORK.format(NAME), check=False)
-        assert own.returncode == 0 and '"kind":"WorkList"' in own.stdout.replace(" ", "")
+        assert own.returncode == 0 and '"kind":"WorkFeedList"' in own.stdout.replace(" ", "")
         other = as_agent.run("get", "--raw", WORK.format(PUSHED), check=False)
         assert other.returncode != 0 and "Forbidden" in other.stderr, other.stderr
 
@@ -476,7 +480,7 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         old = as_agent
         as_agent = certificate_kubeconfig(hub, cluster, tmp_path / "rejoined")
         own = as_agent.run("get", "--raw", WORK.format(NAME), check=False)
-        assert own.returncode == 0 and '"kind":"WorkList"' in own.stdout.replace(" ", "")
+        assert own.returncode == 0 and '"kind":"WorkFeedList"' in own.stdout.replace(" ", "")
         wait_until("the old certificate still refused", refused(old))
         assert can(hub, new_id, *lease, **KMC_SYSTEM) == "yes"
         assert can(hub, token_id, *lease, **KMC_SYSTEM) == "no"
@@ -522,7 +526,7 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         assert hub.run("get", "location", NAME, check=False).returncode != 0
         wait_until("the agent's feed refused after unjoin", refused(as_agent))
         assert can(hub, new_id, *lease, **KMC_SYSTEM) == "no"
-        assert can(hub, new_id, "get", "locations.mc.kmc.dev/work", NAME) == "no"
+        assert can(hub, new_id, "watch", "workfeeds.mc.kmc.dev", NAME) == "no"
         left = hub.json(
             "get", "clusterrolebindings,rolebindings", "-A", "-l", f"kmc.dev/location={NAME}"
         )

@@ -78,9 +78,9 @@ def agent_identity(hub: Kubectl, folder: Path) -> Path:
             "rules": [
                 {
                     "apiGroups": ["mc.kmc.dev"],
-                    "resources": ["locations/work"],
+                    "resources": ["workfeeds"],
                     "resourceNames": [NAME],
-                    "verbs": ["get"],
+                    "verbs": ["list", "watch"],
                 },
                 {
                     "apiGroups": ["mc.kmc.dev"],

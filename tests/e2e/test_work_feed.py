@@ -1,9 +1,9 @@
 """The work feed (docs/pull.md) on the real bed, read through the hub with plain kubectl: for
-each (push) location, `locations/<name>/work` holds exactly what the sync loop applied there —
-every object of ours in the child, nothing else, and each one such that applying it again as
-`kmc-sync` changes nothing —, a watch starts with the whole state and a bookmark and then
-follows a hub edit, an unknown location is a NotFound, and an agent's identity with a role for
-its own location's feed reads that one only (another's: 403)."""
+each (push) location, `workfeeds` pinned to its name holds exactly what the sync loop applied
+there — every object of ours in the child, nothing else, and each one such that applying it
+again as `kmc-sync` changes nothing —, a watch starts with the whole state and a bookmark and
+then follows a hub edit, an unknown location is a NotFound, and an agent's identity with a
+role for its own location's feed reads that one only (another's, or every one's: 403)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from .conftest import CHILDREN, VENV_BIN, Kubectl
 from .test_testbed import deployment
 
 TIMEOUT = 180.0  # CI shares two cores with fifteen control-plane processes
-WORK = "/apis/mc.kmc.dev/v1alpha1/locations/{}/work"
+FEEDS = "/apis/mc.kmc.dev/v1alpha1/workfeeds"
+WORK = FEEDS + "?fieldSelector=metadata.name%3D{}"
 OVERRIDES = "kmc.dev/overrides"
 OURS = "deployments,configmaps,services"  # what the test places
 
@@ -55,7 +56,7 @@ def app(namespace: str) -> list[dict[str, Any]]:
 def feed(hub: Kubectl, location: str, namespace: str) -> dict[tuple[str, str], Any]:
     """The location's feed, of the test's namespace: (kind, name) -> object."""
     body = json.loads(hub.run("get", "--raw", WORK.format(location)).stdout)
-    assert body["kind"] == "WorkList", body
+    assert body["kind"] == "WorkFeedList", body
     return {
         (o["kind"], o["metadata"]["name"]): o
         for o in body["items"]
@@ -229,7 +230,7 @@ def test_a_watch_of_the_feed_starts_whole_then_follows_the_hub(
     while ("ConfigMap", "conf") not in feed(hub, location, namespace):
         assert time.monotonic() < deadline, "the ConfigMap never reached the feed"
         time.sleep(0.5)
-    url = WORK.format(location) + "?watch=true&allowWatchBookmarks=true&timeoutSeconds=120"
+    url = WORK.format(location) + "&watch=true&allowWatchBookmarks=true&timeoutSeconds=120"
     proc, lines = watch_lines(url)
     try:
         initial: list[dict[str, Any]] = []
@@ -273,8 +274,9 @@ def test_an_agents_identity_may_read_its_own_locations_feed_only(
     installed: bed.State, kubectl: dict[str, Kubectl]
 ) -> None:
     """The feed is authorized like every request, by the hub's RBAC through a
-    SubjectAccessReview: a role naming one location's `locations/work` lets its agent read
-    (list and watch) that feed, and another location's is 403 — what the join will grant."""
+    SubjectAccessReview: a role naming one location's `workfeeds` lets its agent read (list
+    and watch) that feed, and another location's, or every location's, is 403 — what the
+    join grants."""
     hub = kubectl["hub"]
     own, other = CHILDREN[0], CHILDREN[1]
     user, name = f"kmc:location:{own}", f"kmc-e2e-feed-{own}"
@@ -285,9 +287,9 @@ def test_an_agents_identity_may_read_its_own_locations_feed_only(
         "rules": [
             {
                 "apiGroups": ["mc.kmc.dev"],
-                "resources": ["locations/work"],
+                "resources": ["workfeeds"],
                 "resourceNames": [own],
-                "verbs": ["get"],
+                "verbs": ["list", "watch"],
             }
         ],
     }
@@ -309,14 +311,18 @@ def test_an_agents_identity_may_read_its_own_locations_feed_only(
                 break
             assert time.monotonic() < deadline, mine.stderr
             time.sleep(1)
-        assert json.loads(mine.stdout)["kind"] == "WorkList"
-        watch = WORK.format(own) + "?watch=true&timeoutSeconds=1"
+        assert json.loads(mine.stdout)["kind"] == "WorkFeedList"
+        watch = WORK.format(own) + "&watch=true&timeoutSeconds=1"
         watched = hub.run("get", "--raw", watch, *as_agent, check=False)
         assert watched.returncode == 0, watched.stderr
         assert "k8s.io/initial-events-end" in watched.stdout, watched.stdout
         theirs = hub.run("get", "--raw", WORK.format(other), *as_agent, check=False)
         assert theirs.returncode != 0
         assert "Forbidden" in theirs.stderr or "forbidden" in theirs.stderr, theirs.stderr
+        every = FEEDS + "?watch=true&timeoutSeconds=1"
+        for url in (watch.replace(own, other), every):
+            refused = hub.run("get", "--raw", url, *as_agent, check=False)
+            assert refused.returncode != 0 and "orbidden" in refused.stderr, refused.stderr
         views = hub.run(
             "get", "--raw", "/apis/mc.kmc.dev/v1alpha1/deployments", *as_agent, check=False
         )

@@ -14,7 +14,7 @@ import pytest
 
 from apiserver.agent.apply import Writer, path_of
 from apiserver.agent.drift import after_change, version_of
-from apiserver.agent.follow import Agent, work_path
+from apiserver.agent.follow import FEED_PATH, Agent
 from apiserver.agent.main import parse
 from apiserver.agent.state import INITIAL_EVENTS_END, KEPT, KINDS, Apply, Delete, Desired
 from apiserver.contract import ORIGIN
@@ -211,7 +211,7 @@ class FakeHub:
 
     def __init__(self, scripts: list[list[Obj | BaseException]]) -> None:
         self.scripts = scripts
-        self.paths: list[str] = []
+        self.asked: list[tuple[str, dict[str, str]]] = []  # (path, query) of each watch
 
     async def watch(
         self,
@@ -221,7 +221,7 @@ class FakeHub:
         params: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> AsyncIterator[Obj]:
-        self.paths.append(path)
+        self.asked.append((path, dict(params or {})))
         for item in self.scripts.pop(0):
             if isinstance(item, BaseException):
                 raise item
@@ -252,11 +252,9 @@ async def test_the_agent_keeps_the_cluster_while_the_hub_is_away_and_catches_up(
     assert {a, b} <= set(cluster.objects)
     assert await edge.follow_once()  # whole again: `a` is no longer wanted, `b` changed
     assert a not in cluster.objects and cluster.objects[b]["data"] == {"k": "2"}
-    assert (
-        hub.paths
-        == [work_path("edge")] * 3
-        == ["/apis/mc.kmc.dev/v1alpha1/locations/edge/work"] * 3
-    )
+    # A watch of `workfeeds` pinned to its own name (the hub's `watch` verb: long-running).
+    assert FEED_PATH == "/apis/mc.kmc.dev/v1alpha1/workfeeds"
+    assert hub.asked == [(FEED_PATH, {"fieldSelector": "metadata.name=edge"})] * 3
 
 
 async def test_a_feed_silent_for_longer_than_its_bookmarks_allow_counts_as_dropped() -> None:

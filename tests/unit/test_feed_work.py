@@ -1,5 +1,6 @@
 """The work feed on kmc-apiserver: a location's children computed from the hub cache, as a
-list and as kubectl's watch (whole state, the initial-events-end bookmark, then changes)."""
+list and as kubectl's watch (whole state, the initial-events-end bookmark, then changes) of
+`workfeeds` pinned to the location's name."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, cast
 from aiohttp import web
 from pytest_aiohttp import AiohttpClient
 
+from apiserver import metrics
 from apiserver.api.errors import status_errors
 from apiserver.contract import HUB_GENERATION, ORIGIN
 from apiserver.feed import handlers
@@ -122,23 +124,64 @@ def app_for(cache: HubCache) -> web.Application:
     return app
 
 
-async def test_the_list_answers_a_worklist(aiohttp_client: AiohttpClient) -> None:
+FEED = "/apis/mc.kmc.dev/v1alpha1/workfeeds"
+
+
+def one(location: str, **more: str) -> dict[str, str]:
+    """The query of a list (or, with watch=true, a watch) of one location's feed."""
+    return {"fieldSelector": f"metadata.name={location}", **more}
+
+
+async def test_a_list_of_one_name_answers_that_locations_work(
+    aiohttp_client: AiohttpClient,
+) -> None:
     cache = hub_cache()
     put(cache, DEPLOYMENT.key, deployment({"east": 3}))
     client = await aiohttp_client(app_for(cache))
-    answer = await client.get("/apis/mc.kmc.dev/v1alpha1/locations/east/work")
+    answer = await client.get(FEED, params=one("east"))
     assert answer.status == 200
     body = await answer.json()
-    assert body["kind"] == "WorkList" and body["apiVersion"] == "mc.kmc.dev/v1alpha1"
+    assert body["kind"] == "WorkFeedList" and body["apiVersion"] == "mc.kmc.dev/v1alpha1"
     assert [o["kind"] for o in body["items"]] == ["Namespace", "Deployment"]
     assert body["kept"] == []
-    missing = await client.get("/apis/mc.kmc.dev/v1alpha1/locations/nowhere/work")
+    west = await (await client.get(FEED, params=one("west"))).json()
+    assert west["items"] == []  # a location that holds nothing: an empty feed
+    missing = await client.get(FEED, params=one("nowhere"))
     assert missing.status == 404
-    bad = await client.get(
-        "/apis/mc.kmc.dev/v1alpha1/locations/east/work",
-        params={"watch": "true", "timeoutSeconds": "soon"},
-    )
+    assert (await missing.json())["message"] == 'workfeeds.mc.kmc.dev "nowhere" not found'
+    bad = await client.get(FEED, params=one("east", watch="true", timeoutSeconds="soon"))
     assert bad.status == 400
+
+
+async def test_anything_but_one_locations_feed_is_refused_with_a_status(
+    aiohttp_client: AiohttpClient,
+) -> None:
+    """A list or watch that does not pin exactly one name (the one authorized) is a 400; a
+    get of a name a 405 (the feed is not one object); both as Kubernetes Status objects."""
+    cache = hub_cache()
+    put(cache, DEPLOYMENT.key, deployment({"east": 3}))
+    client = await aiohttp_client(app_for(cache))
+    refused = [
+        {},
+        {"watch": "true"},
+        {"fieldSelector": "metadata.name!=east"},
+        {"fieldSelector": "metadata.namespace=east"},
+        {"fieldSelector": "metadata.name=east,metadata.name=west"},
+        {"fieldSelector": "metadata.name=east,spec.x=y"},
+        {"fieldSelector": "metadata.name=a/b"},
+        one("east", labelSelector="app=web"),
+        one("east", watch="true", labelSelector="app=web"),
+    ]
+    for query in refused:
+        answer = await client.get(FEED, params=query)
+        body = await answer.json()
+        assert (answer.status, body["kind"], body["reason"]) == (400, "Status", "BadRequest"), query
+        assert "metadata.name=<location>" in body["message"] or "selector" in body["message"]
+    got = await client.get(f"{FEED}/east")
+    body = await got.json()
+    assert (got.status, body["reason"]) == (405, "MethodNotAllowed")
+    assert "(get workfeeds.mc.kmc.dev)" in body["message"]
+    assert (await client.post(FEED, json={})).status == 405
 
 
 async def test_the_watch_sends_the_state_a_bookmark_then_changes(
@@ -149,10 +192,8 @@ async def test_the_watch_sends_the_state_a_bookmark_then_changes(
     app = app_for(cache)
     feeds = app[FEEDS]
     client = await aiohttp_client(app)
-    answer = await client.get(
-        "/apis/mc.kmc.dev/v1alpha1/locations/east/work",
-        params={"watch": "true", "timeoutSeconds": "30"},
-    )
+    opened = sample("kmc_feed_watches_total", "east")
+    answer = await client.get(FEED, params=one("east", watch="true", timeoutSeconds="30"))
     assert answer.status == 200
 
     async def event() -> dict[str, Any]:
@@ -163,12 +204,15 @@ async def test_the_watch_sends_the_state_a_bookmark_then_changes(
     assert [(e["type"], e["object"]["kind"]) for e in first] == [
         ("ADDED", "Namespace"),
         ("ADDED", "Deployment"),
-        ("BOOKMARK", "Work"),
+        ("BOOKMARK", "WorkFeed"),
     ]
+    assert first[2]["object"]["metadata"]["name"] == "east"  # the feed, named like its location
     annotations = first[2]["object"]["metadata"]["annotations"]
     assert annotations[handlers.INITIAL_EVENTS_END] == "true"
     assert json.loads(annotations[handlers.KEPT]) == []
     assert json.loads(annotations[handlers.KINDS]) == []  # no imported kinds on this hub
+    assert sample("kmc_feed_watches_total", "east") == opened + 1
+    assert sample("kmc_feed_watches_open", "east") == 1
 
     edited = deployment({"east": 3}, image="nginx:2")
     put(cache, DEPLOYMENT.key, edited)
@@ -186,6 +230,17 @@ async def test_the_watch_sends_the_state_a_bookmark_then_changes(
         ("DELETED", "Namespace"),
     ]
     answer.close()
+    for _ in range(100):  # the server sees the client gone at its next write or wake
+        await feeds._on_object(DEPLOYMENT.key, "MODIFIED", moved, None)
+        if not feeds.watchers:
+            break
+        await asyncio.sleep(0.01)
+    assert not feeds.watchers and sample("kmc_feed_watches_open", "east") == 0
+
+
+def sample(name: str, location: str) -> float:
+    value = metrics.REGISTRY.get_sample_value(name, {"location": location})
+    return value or 0.0
 
 
 async def test_override_objects_reach_the_feed_as_they_reach_a_pushed_child() -> None:

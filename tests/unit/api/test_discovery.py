@@ -79,6 +79,23 @@ def test_resource_list_of_the_placement_views() -> None:
         }
 
 
+def test_the_work_feed_is_a_cluster_scoped_resource_listed_and_watched_only() -> None:
+    """A resource of its own, so a watch of it is the hub's `watch` verb (long-running), and
+    out of the `kmc` category: `kubectl get kmc` does not read every location's feed."""
+    found = entries(MC)
+    assert found["workfeeds"] == {
+        "name": "workfeeds",
+        "singularName": "workfeed",
+        "namespaced": False,
+        "kind": "WorkFeed",
+        "verbs": ["list", "watch"],
+    }
+    assert not [name for name in found if name.startswith("workfeeds/")]
+    (mc,) = [i for i in discovery.aggregated(RESOURCES)["items"] if i["metadata"]["name"] == MC]
+    (feed,) = [r for r in mc["versions"][0]["resources"] if r["resource"] == "workfeeds"]
+    assert (feed["scope"], feed["responseKind"]["kind"]) == ("Cluster", "WorkFeed")
+
+
 @pytest.mark.parametrize("plural", WORKLOADS)
 def test_every_view_lists_its_sub_resources_with_their_own_kind_and_verbs(plural: str) -> None:
     found = entries(MC)
@@ -156,7 +173,8 @@ def test_aggregated_discovery_shape(version: str) -> None:
                 "singularResource",
                 "verbs",
             }
-            assert resource["scope"] == "Namespaced"
+            cluster_scoped = resource["resource"] == "workfeeds"  # one per Location
+            assert resource["scope"] == ("Cluster" if cluster_scoped else "Namespaced")
             assert set(resource["responseKind"]) == {"group", "version", "kind"}
     views = {r["resource"]: r for r in document["items"][0]["versions"][0]["resources"]}
     assert views["deployments"]["responseKind"] == {
