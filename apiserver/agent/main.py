@@ -186,7 +186,8 @@ async def _renew(
     while True:
         wait = (current.renew_after() - datetime.datetime.now(datetime.UTC)).total_seconds()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(now_please.wait(), max(wait, 0.0))
+            async with asyncio.timeout(max(wait, 0.0)):
+                await now_please.wait()
             log.info("SIGHUP: renewing the hub certificate now")
         now_please.clear()
         try:
