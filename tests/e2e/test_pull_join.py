@@ -238,6 +238,8 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
     rights: list[tuple[tuple[str, ...], dict[str, str], str]] = [
         (("get", "locations.mc.kmc.dev/work", NAME), {}, "yes"),
         (("get", "locations.mc.kmc.dev/work", PUSHED), {}, "no"),
+        (("get", "locations.mc.kmc.dev/proxy", NAME), {}, "yes"),  # its reverse tunnel
+        (("get", "locations.mc.kmc.dev/proxy", PUSHED), {}, "no"),
         (("update", "locations.mc.kmc.dev/report", NAME), {}, "yes"),
         (("update", "locations.mc.kmc.dev/report", PUSHED), {}, "no"),
         (("update", "locations.mc.kmc.dev/crds", NAME), {}, "yes"),
