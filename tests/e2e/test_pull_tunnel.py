@@ -11,7 +11,8 @@ the hub's reads to its cluster (docs/pull.md, "The reverse tunnel"):
 - `kubectl mc logs` reads a pod's log in the pull location; exec there is refused, saying
   exec is not available for pull locations;
 - with the agent stopped the pull location's rows are left out with a Warning that its
-  tunnel is not connected, never an empty success; started again, they come back.
+  tunnel is not connected, never an empty success; started again, they come back;
+- the tunnel outlasts the aggregator's one-minute cut of requests that are not long-running.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -262,3 +264,27 @@ def test_with_its_agent_stopped_a_pull_locations_rows_say_its_tunnel_is_not_conn
         return seen, None if ok else f"{out.stdout}{out.stderr}"
 
     wait_until("the pull location's rows back once its agent is started", back, TIMEOUT)
+
+
+def test_the_tunnel_outlasts_the_aggregators_minute(
+    pull_child: Kubectl, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    """The aggregator cuts a request that is not long-running after 60 s; `locations/proxy`
+    is long-running (kube-apiserver counts `proxy` sub-resources so), so the agent's one
+    connection serves reads for longer than that without being dialled again."""
+    hub = kubectl["hub"]
+    hub.apply(pinned("web", 1, NAME), namespace)
+    wait_until(
+        "web running in the pull location",
+        lambda: (None, None) if running_pods_in(hub, namespace) else (None, "not yet"),
+        TIMEOUT,
+    )
+    agent_log = bed.log_path(AGENT)
+    dialled = agent_log.read_text().count("tunnel: connected to the hub")
+    started = time.monotonic()
+    while time.monotonic() - started < 75:  # reads through the same tunnel past the minute
+        out = hub.run("get", "deployments.remote.kmc.dev", "-n", namespace)
+        assert (NAME, "web") in located(out.stdout), f"{out.stdout}{out.stderr}"
+        assert NAME not in out.stderr, out.stderr
+        time.sleep(5)
+    assert agent_log.read_text().count("tunnel: connected to the hub") == dialled
