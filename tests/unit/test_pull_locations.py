@@ -226,7 +226,8 @@ def test_punch_through_reads_a_pull_location_only_through_its_agents_tunnel() ->
     assert NOT_CONNECTED == "its agent's tunnel is not connected"
     tunnels["edge"] = cast(Kube, "tunnel to edge")
     clients, warnings = targets(informer, fleet)
-    assert clients == {"a": "client a", "edge": "tunnel to edge"} and warnings == []
+    assert {k: str(v) for k, v in clients.items()} == {"a": "client a", "edge": "tunnel to edge"}
+    assert warnings == []
 
 
 # -- the sync loop ---------------------------------------------------------------------------------
