@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import aiohttp
 import pytest
@@ -14,6 +15,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from apiserver.agent import readonly
+from apiserver.api.authn import UserInfo
+from apiserver.api.errors import status_errors
+from apiserver.hubcache import HUB_CACHE
 from apiserver.kube.client import ApiError, Credentials, Kube
 from apiserver.kube.multiplex import (
     CLOSE,
@@ -29,7 +33,8 @@ from apiserver.kube.multiplex import (
     parse,
 )
 from apiserver.locations.fleet import Fleet
-from apiserver.locations.tunnels import Tunnels
+from apiserver.locations.tunnels import TUNNELS, Tunnels
+from apiserver.remote import reverse
 
 
 def test_a_frame_reads_back_as_it_was_made() -> None:
@@ -292,4 +297,67 @@ async def test_a_read_goes_through_the_tunnel_as_the_caller_and_a_write_is_refus
             await tunnels.gone(tunnel)
             await proxy.cleanup()
         assert fleet.tunnel("edge") is None
+        await tunnels.close()
+
+
+class _HubCache:
+    def __init__(self, locations: dict[str, Any]) -> None:
+        self.locations = SimpleNamespace(cache=locations)
+
+    async def wait_synced(self) -> None:
+        return None
+
+
+@pytest.mark.filterwarnings("ignore:It is recommended to use web.RequestKey")
+async def test_only_the_locations_own_agent_opens_its_tunnel() -> None:
+    """`locations/<name>/proxy`: another user is 403 (whatever RBAC let through), a push
+    location 400; the agent's WebSocket is handed to the fleet while it is open."""
+    caller = {"name": "alice"}
+
+    @web.middleware
+    async def as_caller(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        request["kmc.user"] = UserInfo(name=caller["name"])  # what the guard leaves
+        return await handler(request)
+
+    async with aiohttp.ClientSession() as session:
+        fleet = Fleet(cast(Kube, None), session)
+        app = web.Application(middlewares=[status_errors, as_caller])
+        app[HUB_CACHE] = cast(
+            Any,
+            _HubCache(
+                {
+                    "edge": {"metadata": {"name": "edge"}, "spec": {"mode": "Pull"}},
+                    "a": {"metadata": {"name": "a"}, "spec": {"mode": "Push"}},
+                }
+            ),
+        )
+        tunnels = app[TUNNELS] = Tunnels(fleet)
+        reverse.add_routes(app)
+        async with TestServer(app) as server:
+            url = str(server.make_url("/apis/mc.kmc.dev/v1alpha1/locations/edge/proxy"))
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await session.ws_connect(url)
+            assert refused.value.status == 403
+            async with session.get(url) as answer:
+                assert answer.status == 403
+                assert "only location edge's agent" in (await answer.json())["message"]
+            caller["name"] = "kmc:location:a"
+            with pytest.raises(aiohttp.WSServerHandshakeError) as pushed:
+                await session.ws_connect(url.replace("/edge/", "/a/"))
+            assert pushed.value.status == 400
+            caller["name"] = "kmc:location:edge"
+            async with session.ws_connect(url) as ws:
+                for _ in range(200):
+                    if fleet.tunnel("edge") is not None:
+                        break
+                    await asyncio.sleep(0.05)
+                assert fleet.tunnel("edge") is not None
+                await ws.close()
+            for _ in range(200):
+                if fleet.tunnel("edge") is None:
+                    break
+                await asyncio.sleep(0.05)
+            assert fleet.tunnel("edge") is None
         await tunnels.close()
