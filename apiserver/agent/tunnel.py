@@ -114,6 +114,10 @@ class Tunnel:
 def _words(err: BaseException) -> str:
     if isinstance(err, aiohttp.WSServerHandshakeError):
         return f"the hub refused the tunnel: {err.status} {err.message}"
+    if isinstance(err, aiohttp.ClientConnectorError):  # aiohttp's own words name objects
+        refused = isinstance(err.os_error, ConnectionRefusedError)
+        why = "connection refused" if refused else err.os_error.strerror or str(err.os_error)
+        return f"the hub is unreachable: {why}"
     if isinstance(err, ProtocolError):
         return f"the hub sent a bad frame: {err}"
     with contextlib.suppress(Exception):
