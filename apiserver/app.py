@@ -44,6 +44,7 @@ from apiserver.leader import LEADERSHIP, Leadership, identity, user_agent
 from apiserver.locations.fleet import FLEET, Fleet
 from apiserver.locations.pulledcrds import PulledCRDs
 from apiserver.locations.reports import Reports
+from apiserver.locations.tunnels import TUNNELS, Tunnels
 from apiserver.loops.endpoints import EndpointsLoop
 from apiserver.loops.exports import ExportsLoop
 from apiserver.loops.handoff import Handoff
@@ -64,6 +65,7 @@ from apiserver.options import OPTIONS, Options
 from apiserver.readlimit import READS, WAITS, WAITS_PER_READ, ReadLimiter
 from apiserver.remote import handlers as remote
 from apiserver.remote import resources as remote_resources
+from apiserver.remote import reverse as remote_reverse
 from apiserver.remote import streams as remote_streams
 from apiserver.remote.cache import CHILD_AUTHZ, REMOTE_CACHES, ChildAuthorizers, RemoteCaches
 
@@ -97,6 +99,7 @@ def make_app(options: Options, serving: ssl.SSLContext | None = None) -> web.App
     feed_crds.add_routes(app)
     remote.add_routes(app)
     remote_streams.add_routes(app)
+    remote_reverse.add_routes(app)
     admission.add_routes(app)
     return app
 
@@ -124,7 +127,12 @@ async def _clients(app: web.Application) -> AsyncIterator[None]:
         )
         app[LEADERSHIP] = leadership
         app[FLEET] = Fleet(app[HUB], session, agent=user_agent(me), guard=leadership.check)
-        yield
+        # Pull locations' agents' reverse tunnels, handed to the fleet while connected.
+        app[TUNNELS] = Tunnels(app[FLEET], agent=user_agent(me))
+        try:
+            yield
+        finally:
+            await app[TUNNELS].close()
 
 
 def _guards(serving_ctx: ssl.SSLContext | None) -> Any:

@@ -143,6 +143,12 @@ def rbac(name: str, token_id: str) -> list[Obj]:
                     "resourceNames": [name],
                     "verbs": ["update"],
                 },
+                {  # its reverse tunnel, for punch-through reads (a WebSocket, long-running)
+                    "apiGroups": ["mc.kmc.dev"],
+                    "resources": ["locations/proxy"],
+                    "resourceNames": [name],
+                    "verbs": ["get"],
+                },
                 {  # renewing its certificate (RBAC cannot name what a create makes)
                     "apiGroups": ["certificates.k8s.io"],
                     "resources": ["certificatesigningrequests"],

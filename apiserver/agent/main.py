@@ -30,6 +30,7 @@ from apiserver.agent.apply import Writer
 from apiserver.agent.follow import Agent
 from apiserver.agent.heartbeat import Heartbeat
 from apiserver.agent.report import Reporter
+from apiserver.agent.tunnel import Tunnel
 from apiserver.kube import config as kubeconfig
 from apiserver.kube.client import ApiError, Credentials, Kube
 from apiserver.locations import joins
@@ -135,6 +136,8 @@ async def run(args: argparse.Namespace) -> None:
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(heartbeat.run(), name="heartbeat")
             tasks.create_task(agent.run(), name="follow")
+            # Punch-through reads, asked by the hub over the agent's own connection.
+            tasks.create_task(Tunnel(hub, cluster, args.location).run(), name="tunnel")
             if current is not None:
                 tasks.create_task(_renew(args, hub, cluster, current), name="renew")
 

@@ -53,6 +53,20 @@ class Fleet:
         # it (reads — probes, punch-through — never do).
         self.guard = guard
         self._entries: dict[str, _Entry] = {}
+        # Pull locations whose agent's reverse tunnel is connected (`tunnels.py`): read-only
+        # clients for punch-through, apart from `get`, which the loops use to write.
+        self._tunnels: dict[str, Kube] = {}
+
+    def tunnel(self, name: str) -> Kube | None:
+        """A client through a pull location's reverse tunnel (None when not connected)."""
+        return self._tunnels.get(name)
+
+    def attach_tunnel(self, name: str, kube: Kube) -> None:
+        self._tunnels[name] = kube
+
+    def detach_tunnel(self, name: str, kube: Kube) -> None:
+        if self._tunnels.get(name) is kube:
+            del self._tunnels[name]
 
     def get(self, name: str) -> Kube | None:
         """The last client connected for a location (None before its first probe)."""

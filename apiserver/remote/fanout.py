@@ -20,12 +20,14 @@ from apiserver.api.authn import UserInfo
 from apiserver.kube.client import ApiError, Kube, Unreachable
 from apiserver.kube.informer import Informer
 from apiserver.locations.fleet import Fleet
+from apiserver.locations.tunnels import NOT_CONNECTED
 from apiserver.models.location import PULL
 
 # How many `--remote-timeout`s a location may stay silent while no other has answered, or in
 # the middle of its answer.
 STALL_TIMEOUTS = 4
 
+# What a pull location cannot do through its agent's tunnel (it carries reads only).
 NOT_FOR_PULL = "not available for pull locations"
 
 # What an HTTP header value may not hold (RFC 9110 field-value: tab is allowed).
@@ -51,8 +53,9 @@ def impersonating(user: UserInfo, accept: str | None = None) -> CIMultiDict[str]
 def targets(
     locations: Informer, fleet: Fleet, only: str | None = None
 ) -> tuple[dict[str, Kube], list[str]]:
-    """The clients of the Ready locations, and a warning for each location left out (a
-    pull location always: punch-through to it is not built)."""
+    """The clients of the Ready locations, and a warning for each location left out. A pull
+    location's client goes through its agent's reverse tunnel (read-only): while that is not
+    connected, the location is left out saying so."""
     ready: dict[str, Kube] = {}
     warnings: list[str] = []
     for location in sorted(locations.cache.values(), key=lambda o: o["metadata"]["name"]):
@@ -68,10 +71,13 @@ def targets(
             None,
         )
         if (location.get("spec") or {}).get("mode") == PULL:
-            # Nothing on the hub side dials it; the agent's reverse tunnel comes later.
-            warnings.append(f"location {name} left out: {NOT_FOR_PULL}")
-            continue
-        kube = fleet.get(name)
+            # Nothing on the hub side dials it: it is read through its agent's tunnel.
+            kube = fleet.tunnel(name)
+            if kube is None:
+                warnings.append(f"location {name} left out: {NOT_CONNECTED}")
+                continue
+        else:
+            kube = fleet.get(name)
         if condition is None or condition.get("status") != "True" or kube is None:
             why = (condition or {}).get("message") or "not Ready"
             warnings.append(f"location {name} left out: {why}")

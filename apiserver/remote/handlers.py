@@ -35,6 +35,7 @@ from apiserver.kinds import Kind
 from apiserver.kube.client import ApiError, Kube
 from apiserver.kube.informer import Backoff
 from apiserver.locations.fleet import FLEET
+from apiserver.locations.tunnels import NOT_CONNECTED
 from apiserver.objects import Obj
 from apiserver.options import OPTIONS
 from apiserver.readlimit import READS, WAITS, Priority
@@ -50,7 +51,6 @@ from apiserver.remote.cache import (
     table_head,
 )
 from apiserver.remote.fanout import (
-    NOT_FOR_PULL,
     STALL_TIMEOUTS,
     Answer,
     Asked,
@@ -257,6 +257,11 @@ async def _cached(
     fields = selectors.parse_fields(request.query.get("fieldSelector"))
     if not selectors.field_paths(fields) <= _CACHED_FIELDS:
         return None  # the children know which fields each kind selects on, and say so
+    fleet = request.app[FLEET]
+    if any(fleet.tunnel(name) is kube for name, kube in asked.clients.items()):
+        # A pull location is read live, as the caller: its agent's tunnel carries only reads
+        # made as a hub caller, not the caches' own lists and watches (docs/pull.md).
+        return None
     labels = selectors.parse_labels(request.query.get("labelSelector"))
     caches = request.app[REMOTE_CACHES]
     ready = {name: caches.get(name, kube, kind) for name, kube in asked.clients.items()}
@@ -410,8 +415,8 @@ def where(
         if only in names:
             why = next((w for w in warnings if w.startswith(f"location {only} ")), "")
             detail = why.partition(" left out: ")[2]
-            if detail == NOT_FOR_PULL:
-                raise errors.unavailable(f"location {only}: {NOT_FOR_PULL}")
+            if detail == NOT_CONNECTED:
+                raise errors.unavailable(f"location {only}: {NOT_CONNECTED}")
             raise errors.unavailable(
                 f"location {only} is not Ready: its objects cannot be reached now"
                 + (f" ({detail})" if detail else "")

@@ -35,9 +35,17 @@ from apiserver.contract import REMOTE_GROUP as GROUP
 from apiserver.contract import VERSION
 from apiserver.kube import streams
 from apiserver.kube.client import ApiError, Kube, Unreachable
+from apiserver.locations.fleet import FLEET
 from apiserver.options import OPTIONS
 from apiserver.readlimit import WAITS, Priority
-from apiserver.remote.fanout import Asked, failed, fan_out, impersonating, warning_headers
+from apiserver.remote.fanout import (
+    NOT_FOR_PULL,
+    Asked,
+    failed,
+    fan_out,
+    impersonating,
+    warning_headers,
+)
 from apiserver.remote.handlers import PREFIX, where
 
 log = logging.getLogger(__name__)
@@ -83,6 +91,9 @@ async def serve(request: web.Request) -> web.StreamResponse:
     if isinstance(held, web.StreamResponse):
         return held
     location, name, kube = held
+    if sub in CONNECT and request.app[FLEET].tunnel(location) is kube:
+        # Its agent's tunnel carries reads only (docs/pull.md).
+        raise errors.unavailable(f"location {location}: {sub} is {NOT_FOR_PULL}")
     path = f"/api/v1/namespaces/{namespace}/pods/{name}/{sub}"
     headers = impersonating(user_of(request))
     metrics.STREAMS.labels(sub).inc()

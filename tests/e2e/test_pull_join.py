@@ -261,6 +261,8 @@ def test_a_pull_location_joins_with_a_token_and_the_hub_keeps_no_credential_for_
         (("watch", "workfeeds.mc.kmc.dev", PUSHED), {}, "no"),
         (("watch", "workfeeds.mc.kmc.dev"), {}, "no"),  # every location's: no
         (("get", "workfeeds.mc.kmc.dev", NAME), {}, "no"),
+        (("get", "locations.mc.kmc.dev/proxy", NAME), {}, "yes"),  # its reverse tunnel
+        (("get", "locations.mc.kmc.dev/proxy", PUSHED), {}, "no"),
         (("update", "locations.mc.kmc.dev/report", NAME), {}, "yes"),
         (("update", "locations.mc.kmc.dev/report", PUSHED), {}, "no"),
         (("update", "locations.mc.kmc.dev/crds", NAME), {}, "yes"),

@@ -176,6 +176,7 @@ def test_the_agents_hub_rbac_names_its_own_location_only() -> None:
         for resource in r["resources"]
     }
     assert named[("workfeeds", ("list", "watch"))] == ["edge"]
+    assert named[("locations/proxy", ("get",))] == ["edge"]  # its reverse tunnel
     assert named[("locations/report", ("update",))] == ["edge"]
     assert named[("locations/crds", ("update",))] == ["edge"]
     assert named[("leases", ("get", "update"))] == ["kmc-agent-edge"]

@@ -23,6 +23,7 @@ from apiserver.leader import Leadership
 from apiserver.locations import lease
 from apiserver.locations.fleet import CredentialsError, Fleet
 from apiserver.locations.reports import Reports
+from apiserver.locations.tunnels import NOT_CONNECTED
 from apiserver.loops import hubwrites
 from apiserver.loops.locations import LocationLoop
 from apiserver.loops.placement.deciding import _served
@@ -30,7 +31,7 @@ from apiserver.loops.sync.children import Children
 from apiserver.loops.sync.loop import SyncLoop
 from apiserver.models.location import Location
 from apiserver.objects import Obj
-from apiserver.remote.fanout import NOT_FOR_PULL, targets
+from apiserver.remote.fanout import targets
 
 T0 = datetime.datetime(2026, 12, 6, 18, 0, 0, tzinfo=datetime.UTC)
 
@@ -208,17 +209,25 @@ def test_a_pull_location_serves_the_built_in_kinds_until_its_agent_reports() -> 
     assert _served(pushed) == frozenset()  # not probed yet: nothing known
 
 
-def test_punch_through_leaves_a_pull_location_out_with_a_warning() -> None:
+def test_punch_through_reads_a_pull_location_only_through_its_agents_tunnel() -> None:
     cache = {
         "a": location("a", secretRef={"name": "s"}),
         "edge": location("edge", "Pull"),
     }
     informer = cast(Informer, SimpleNamespace(cache=cache))
-    fleet = cast(Fleet, SimpleNamespace(get=lambda name: cast(Kube, f"client {name}")))
+    tunnels: dict[str, Kube] = {}
+    fleet = cast(
+        Fleet,
+        SimpleNamespace(get=lambda name: cast(Kube, f"client {name}"), tunnel=tunnels.get),
+    )
     clients, warnings = targets(informer, fleet)
     assert list(clients) == ["a"]
-    assert warnings == [f"location edge left out: {NOT_FOR_PULL}"]
-    assert NOT_FOR_PULL == "not available for pull locations"
+    assert warnings == [f"location edge left out: {NOT_CONNECTED}"]
+    assert NOT_CONNECTED == "its agent's tunnel is not connected"
+    tunnels["edge"] = cast(Kube, "tunnel to edge")
+    clients, warnings = targets(informer, fleet)
+    assert {k: str(v) for k, v in clients.items()} == {"a": "client a", "edge": "tunnel to edge"}
+    assert warnings == []
 
 
 # -- the sync loop ---------------------------------------------------------------------------------

@@ -96,6 +96,9 @@ class Fleet:
     def get(self, name: str) -> object:
         return object()
 
+    def tunnel(self, name: str) -> object:
+        return None  # push locations only: no reverse tunnels
+
 
 class Options:
     remote_timeout = 3.0
