@@ -119,6 +119,8 @@ async def run(args: argparse.Namespace) -> None:
         current: identity.Identity | None = None
         if args.hub_kubeconfig:
             hub_creds = await kubeconfig.from_file(args.hub_kubeconfig, args.hub_context)
+            # No certificate of ours to renew; SIGHUP must not end the agent (its default).
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _nothing_to_renew)
         else:
             current = await _identity(args, session, cluster, agent_name)
             hub_creds = identity.credentials(args.hub_url, args.hub_ca, current)
@@ -140,6 +142,10 @@ async def run(args: argparse.Namespace) -> None:
             tasks.create_task(Tunnel(hub, cluster, args.location).run(), name="tunnel")
             if current is not None:
                 tasks.create_task(_renew(args, hub, cluster, current), name="renew")
+
+
+def _nothing_to_renew() -> None:
+    log.info("SIGHUP: nothing to renew: the hub identity is --hub-kubeconfig's")
 
 
 async def _identity(

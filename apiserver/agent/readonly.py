@@ -45,11 +45,24 @@ def refusal(method: str, path: str, headers: Mapping[str, str]) -> str | None:
     parts = [p for p in path.split("/") if p]
     if not parts or parts[0] not in ("api", "apis"):
         return f"{READS_ONLY}: of the API ({path} is not under /api or /apis)"
-    if any(p in _SWITCHED for p in parts[2:]) or ".." in parts:
+    if ".." in parts or _subresource(parts) in _SWITCHED:
         return f"{READS_ONLY}: {path} is not a read of objects or logs"
     if not headers.get("Impersonate-User"):
         return f"{READS_ONLY}, made as a hub caller (Impersonate-User)"
     return None
+
+
+def _subresource(parts: list[str]) -> str:
+    """The sub-resource a path under /api or /apis names, or `proxy` for the proxy verb, read
+    by position as kube-apiserver does: a namespace or an object named `exec` is no exec."""
+    rest = parts[2:] if parts[0] == "api" else parts[3:]  # after the version
+    if rest[:1] == ["proxy"]:
+        return "proxy"
+    if rest[:1] == ["watch"]:
+        rest = rest[1:]
+    if rest[:1] == ["namespaces"] and len(rest) > 2 and rest[2] not in ("status", "finalize"):
+        rest = rest[2:]
+    return rest[2] if len(rest) > 2 else ""
 
 
 def forwarded(headers: CIMultiDict[str]) -> CIMultiDict[str]:

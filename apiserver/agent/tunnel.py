@@ -45,7 +45,6 @@ class Tunnel:
         self.hub = hub
         self.cluster = cluster
         self.location = location
-        self.connected = asyncio.Event()
 
     async def run(self) -> None:
         try:
@@ -77,8 +76,6 @@ class Tunnel:
                 raise
             except Exception as err:  # whatever it is, the tunnel alone waits and retries
                 log.warning("tunnel: %s", _words(err))
-            finally:
-                self.connected.clear()
             if time.monotonic() - started > STEADY:
                 backoff.reset()
             await asyncio.sleep(backoff.next())
@@ -93,7 +90,6 @@ class Tunnel:
             max_msg_size=1 << 20,
             autoping=True,
         ) as ws:
-            self.connected.set()
             log.info("tunnel: connected to the hub")
 
             async def carry(stream: Stream) -> None:

@@ -70,6 +70,13 @@ class Kubectl:
         ns = ["-n", namespace] if namespace else []
         self.run("apply", *ns, "-f", "-", stdin=json.dumps(manifest))
 
+    def let_read(self, namespace: str, resource: str, subject: str) -> None:
+        """A Role `pod-reader` in `namespace` (get, list, watch on `resource`), bound as
+        `reader` to `subject`: a `--user=…` or `--serviceaccount=…` flag."""
+        verbs = "--verb=get,list,watch"
+        self.run("create", "role", "pod-reader", "-n", namespace, verbs, f"--resource={resource}")
+        self.run("create", "rolebinding", "reader", "-n", namespace, "--role=pod-reader", subject)
+
 
 @pytest.fixture(scope="session")
 def testbed_up() -> Iterator[bed.State]:

@@ -247,24 +247,7 @@ def test_rbac_is_the_hubs_and_forged_requests_are_refused(
     running(hub, namespace, 2)
     user = f"system:serviceaccount:{namespace}:reader"
     hub.run("create", "serviceaccount", "reader", "-n", namespace)
-    hub.run(
-        "create",
-        "role",
-        "pod-reader",
-        "-n",
-        namespace,
-        "--verb=get,list,watch",
-        "--resource=pods.remote.kmc.dev",
-    )
-    hub.run(
-        "create",
-        "rolebinding",
-        "reader",
-        "-n",
-        namespace,
-        "--role=pod-reader",
-        f"--serviceaccount={namespace}:reader",
-    )
+    hub.let_read(namespace, "pods.remote.kmc.dev", f"--serviceaccount={namespace}:reader")
     # The Role follows the namespace to the children, so the impersonated reads pass there.
     allowed = wait_for(
         "the reader to see both pods",

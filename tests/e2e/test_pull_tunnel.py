@@ -91,17 +91,22 @@ def running_pods(hub: Kubectl, namespace: str) -> tuple[Any, str | None]:
     return found, None
 
 
-def test_punch_through_reads_a_pull_location_through_its_agents_tunnel(
-    pull_child: Kubectl, kubectl: dict[str, Kubectl], namespace: str
-) -> None:
-    hub = kubectl["hub"]
+def running_in_pull_and_push(hub: Kubectl, namespace: str) -> Any:
+    """`web` pinned to the pull location, `api` to us-east; location → its running pod."""
     hub.apply(pinned("web", 1, NAME), namespace)
     hub.apply(pinned("api", 1, "us-east"), namespace)
-    pods = wait_until(
+    return wait_until(
         "a running pod in the pull and a push location",
         lambda: running_pods(hub, namespace),
         TIMEOUT,
     )
+
+
+def test_punch_through_reads_a_pull_location_through_its_agents_tunnel(
+    pull_child: Kubectl, kubectl: dict[str, Kubectl], namespace: str
+) -> None:
+    hub = kubectl["hub"]
+    pods = running_in_pull_and_push(hub, namespace)
 
     # Lists of both, the location first; no Warning about the pull location.
     listed = hub.run("get", "deployments.remote.kmc.dev", "-n", namespace)
@@ -168,24 +173,7 @@ def test_the_caller_is_impersonated_in_the_pull_child(
             "create", "clusterrole", role, "--verb=get,list,watch", "--resource=pods.remote.kmc.dev"
         )
         hub.run("create", "clusterrolebinding", role, f"--clusterrole={role}", f"--user={reader}")
-        pull_child.run(
-            "create",
-            "role",
-            "pod-reader",
-            "-n",
-            namespace,
-            "--verb=get,list,watch",
-            "--resource=pods",
-        )
-        pull_child.run(
-            "create",
-            "rolebinding",
-            "reader",
-            "-n",
-            namespace,
-            "--role=pod-reader",
-            f"--user={reader}",
-        )
+        pull_child.let_read(namespace, "pods", f"--user={reader}")
 
         def own_listed() -> tuple[Any, str | None]:
             out = hub.run("get", "pods.remote.kmc.dev", "-n", other, check=False)
@@ -230,13 +218,7 @@ def test_with_its_agent_stopped_a_pull_locations_rows_say_its_tunnel_is_not_conn
     pull_child: Kubectl, kubectl: dict[str, Kubectl], namespace: str
 ) -> None:
     hub = kubectl["hub"]
-    hub.apply(pinned("web", 1, NAME), namespace)
-    hub.apply(pinned("api", 1, "us-east"), namespace)
-    pods = wait_until(
-        "a running pod in the pull and a push location",
-        lambda: running_pods(hub, namespace),
-        TIMEOUT,
-    )
+    pods = running_in_pull_and_push(hub, namespace)
 
     run_testbed("stop", AGENT)
     try:

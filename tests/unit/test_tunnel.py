@@ -196,6 +196,16 @@ IMPERSONATED = {"Impersonate-User": "alice"}
             "switched",
         ),
         ("GET", "/metrics", IMPERSONATED, "not under /api or /apis"),
+        # By position, as kube-apiserver reads a path: names that look like sub-resources.
+        ("GET", "/api/v1/namespaces/proxy/pods", IMPERSONATED, None),
+        ("GET", "/api/v1/namespaces/a/pods/exec", IMPERSONATED, None),
+        ("GET", "/apis/exec/v1/namespaces/attach/things/portforward", IMPERSONATED, None),
+        ("GET", "/api/v1/watch/namespaces/a/pods/p", IMPERSONATED, None),
+        ("GET", "/api/v1/namespaces/a/status", IMPERSONATED, None),
+        ("GET", "/api/v1/proxy/namespaces/a/pods/p", IMPERSONATED, "not a read"),
+        ("GET", "/api/v1/nodes/n/proxy/metrics", IMPERSONATED, "not a read"),
+        ("GET", "/apis/x.io/v1/namespaces/a/things/t/exec", IMPERSONATED, "not a read"),
+        ("GET", "/api/v1/namespaces/a/pods/../secrets", IMPERSONATED, "not a read"),
     ],
 )
 def test_the_agent_forwards_only_reads_made_as_a_hub_caller(
