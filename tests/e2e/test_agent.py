@@ -117,9 +117,13 @@ def test_the_agent_makes_its_cluster_hold_the_feed_and_follows_it(
         labels = spare.json("get", "namespace", namespace)["metadata"]["labels"]
         assert "kmc.dev/origin-uid" in labels  # the namespace is ours, made by the agent
 
+        # SIGHUP asks for a renewal; with --hub-kubeconfig there is none to make, and the
+        # agent goes on (the signal's default would end it).
+        agent.send_signal(signal.SIGHUP)
         hub.run("patch", "configmap", "conf", "-n", namespace, "-p", '{"data":{"greeting":"hi"}}')
         wait_until("a hub edit", holds_the_feed(hub, spare, namespace))
         assert ours(spare, namespace)[("ConfigMap", "conf")]["data"] == {"greeting": "hi"}
+        assert agent.poll() is None, "the agent ended on SIGHUP"
 
         # Drift: edited or deleted by hand in the agent's cluster, put back. (A key someone
         # else adds stays theirs, as in push mode: server-side apply owns only what we send.)
