@@ -331,9 +331,15 @@ async def _send(
                 "BOOKMARK", {"kind": kind.kind, "apiVersion": API_VERSION, "metadata": meta}
             )
         return
-    shown, error = _view(request, kind, obj)
+    now = datetime.now(UTC)
+    kept = request.app[VIEW_ROWS].kept_for(kind, obj)
+    if kept is not None:
+        shown, shown_cells = kept.view, kept.cells_now(now)
+    else:
+        shown, error = _view(request, kind, obj)
+        shown_cells = cells(kind, shown, now, error) if wanted.format == "table" else []
     if wanted.format == "table":
-        row = [(cells(kind, shown, datetime.now(UTC), error), shown)]
+        row = [(shown_cells, shown)]
         await stream.send(event_type, stream.table_event(table_of(wanted, COLUMNS, row, include)))
     else:
         await stream.send(event_type, shown)

@@ -171,6 +171,17 @@ class ViewRows:
             self._rows[key] = built
         return built
 
+    def kept_for(self, kind: Kind, obj: Obj) -> Row | None:
+        """The row of a watch event's object when it is the version the cache holds: every
+        watcher of a change shares one view instead of each building its own."""
+        meta = obj["metadata"]
+        cached = self.cache.get(Key(kind.key, meta.get("namespace") or "", meta["name"]))
+        if cached is None or cached["metadata"].get("resourceVersion") != meta.get(
+            "resourceVersion"
+        ):
+            return None  # the cache is behind (or ahead): this event's own view is built
+        return self.row(kind, cached, self.stale())
+
     def __len__(self) -> int:
         return len(self._rows)
 

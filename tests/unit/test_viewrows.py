@@ -151,3 +151,24 @@ def test_only_the_age_cell_is_replaced() -> None:
         shown = decoded_row(row, include, Ages(now))
         assert shown == table.row(row.cells_now(now), row.view, include, "v1")
         assert shown["object"]["metadata"]["labels"] == {"note": "\x00age\x00"}
+
+
+def test_watchers_of_the_version_the_cache_holds_share_its_row() -> None:
+    """A watch event's object is a copy parsed from the watcher's own stream: when it is
+    the version the cache holds, its row is the cache object's, built once for all
+    watchers; a version the cache does not hold (behind or ahead) has none."""
+    views, cache, sync = rows()
+    web = hub_object(3)
+    web["metadata"]["resourceVersion"] = "7"
+    cache.objects[Key("Deployment", "demo", "web")] = web
+    copies = [msgspec.json.decode(msgspec.json.encode(web)) for _ in range(5)]
+    shared = {id(views.kept_for(DEPLOYMENT, copy)) for copy in copies}
+    assert len(shared) == 1 and sync.built == 1
+    kept = views.kept_for(DEPLOYMENT, copies[0])
+    assert kept is not None and kept.view["spec"]["replicas"] == 3
+
+    newer = {**web, "metadata": {**web["metadata"], "resourceVersion": "8"}}
+    assert views.kept_for(DEPLOYMENT, newer) is None
+    gone = {**web, "metadata": {**web["metadata"], "name": "gone"}}
+    assert views.kept_for(DEPLOYMENT, gone) is None
+    assert sync.built == 1
